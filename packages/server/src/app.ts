@@ -1,0 +1,113 @@
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { uuidv7 } from 'uuidv7';
+import type { AppContext } from './context.ts';
+import { authPlugin } from './http/auth.ts';
+import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { metricsPlugin } from './http/metrics.ts';
+import { problems } from './http/problem.ts';
+import { ProblemSchema } from './http/schemas.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { authRoutes } from './modules/auth/routes.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+function rateLimitKey(request: FastifyRequest): string {
+  const p = request.principal;
+  if (p?.kind === 'device') {
+    const sessionId = (request.params as Record<string, unknown> | undefined)?.sessionId;
+    return `d:${p.tenantId}:${typeof sessionId === 'string' ? sessionId : p.playerId}`;
+  }
+  return p?.kind === 'tenant' ? `t:${p.tenantId}` : 'none';
+}
+
+/** Composes the modules into one Fastify app. Storage, keys and the rest come in through `ctx`. */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const { config } = ctx;
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  // JSON only (and form bodies on /oauth/token): anything else is a 415.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.addSchema(ProblemSchema);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+  // Routes that require a token say so in the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    const auth = route.config?.auth;
+    if (!auth || !route.schema) return;
+    const security: Record<string, string[]>[] = [];
+    if (auth.tenant) security.push({ tenantToken: [auth.tenant] });
+    if (auth.device) security.push({ deviceToken: [] });
+    if (auth.operator) security.push({ operatorToken: [] });
+    route.schema = { ...route.schema, security };
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'liveline',
+        version: '0.1.0',
+        description:
+          'Realtime commands, sessions, cohorts, events, webhooks and streaming challenges for apps on VR headsets.',
+      },
+      components: {
+        securitySchemes: {
+          tenantToken: {
+            type: 'oauth2',
+            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
+          },
+          deviceToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          operatorToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+
+  await app.register(authPlugin, { ctx });
+  await app.register(metricsPlugin, { metrics: ctx.metrics });
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preHandler',
+    timeWindow: 1000,
+    keyGenerator: rateLimitKey,
+    max: (_request, key) => (key.startsWith('d:') ? config.rateLimitDeviceRps : config.rateLimitTenantRps),
+    allowList: (request) => {
+      const key = rateLimitKey(request);
+      if (key === 'none') return true;
+      return key.startsWith('d:') ? config.rateLimitDeviceRps === 0 : config.rateLimitTenantRps === 0;
+    },
+    errorResponseBuilder: (_request, context) => problems.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
+  });
+
+  app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { tags: ['ops'], summary: 'Storage is reachable.' } }, async () => {
+    try {
+      await ctx.storage.ping();
+    } catch {
+      throw problems.unavailable('Storage is not reachable.');
+    }
+    return { status: 'ready', storage: ctx.storage.dialect };
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(authRoutes, { ctx });
+  return app;
+}

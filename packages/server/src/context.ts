@@ -1,0 +1,25 @@
+import type { Logger } from 'pino';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { Metrics } from './http/metrics.ts';
+import type { OperatorToken } from './modules/auth/operator.ts';
+import type { TokenService } from './modules/auth/tokens.ts';
+import type { Storage } from './storage/index.ts';
+
+/** What every module is given: the shared infrastructure of one server process. */
+export interface AppContext {
+  config: Config;
+  storage: Storage;
+  clock: Clock;
+  logger: Logger;
+  tokens: TokenService;
+  operator: OperatorToken;
+  /** Key of the keyed digests of client and campaign secrets. */
+  digestKey: Buffer;
+  metrics: Metrics;
+}
+
+/** Options every module plugin receives. */
+export interface ModuleOptions {
+  ctx: AppContext;
+}

@@ -1,0 +1,99 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { AppContext } from '../context.ts';
+import type { Scope } from '../modules/auth/scopes.ts';
+import type { DevicePrincipal, Principal, TenantPrincipal } from '../modules/auth/tokens.ts';
+import { problems } from './problem.ts';
+
+/**
+ * Who may call a route, declared in its `config.auth`. Every kind listed is accepted;
+ * `tenant` names the scope a tenant token needs. A route without `auth` is public.
+ */
+export interface AuthSpec {
+  operator?: true;
+  tenant?: Scope;
+  device?: true;
+  /** Accept the token in `?access_token=` too (WebSocket upgrades, where browsers cannot set headers). */
+  queryToken?: true;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthSpec;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+function bearerToken(request: FastifyRequest, spec: AuthSpec): string | null {
+  const header = request.headers.authorization;
+  if (header) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match ? match[1] : null;
+  }
+  if (spec.queryToken) {
+    const q = (request.query as Record<string, unknown> | undefined)?.access_token;
+    if (typeof q === 'string' && q !== '') return q;
+  }
+  return null;
+}
+
+/** Authenticates every request against its route's `config.auth` before the body is read. */
+export const authPlugin = fp(
+  async (app: FastifyInstance, opts: { ctx: AppContext }) => {
+    const { ctx } = opts;
+    app.decorateRequest('principal', null);
+    app.addHook('onRequest', async (request) => {
+      const spec = request.routeOptions.config?.auth;
+      if (!spec) return;
+      const token = bearerToken(request, spec);
+      if (!token) throw problems.unauthorized();
+      if (ctx.operator.matches(token)) {
+        if (!spec.operator) throw problems.forbidden('The operator token cannot be used on this route.');
+        request.principal = { kind: 'operator' };
+        return;
+      }
+      const principal = await ctx.tokens.verify(token);
+      if (!principal) throw problems.unauthorized('The bearer token is invalid or expired.');
+      if (principal.kind === 'tenant') {
+        if (!spec.tenant) throw problems.forbidden('Tenant tokens cannot be used on this route.');
+        if (!principal.scopes.has(spec.tenant)) {
+          throw problems.forbidden(`This route needs the scope "${spec.tenant}".`);
+        }
+        // A revoked client's tokens stop working at once.
+        const client = await ctx.storage.db
+          .selectFrom('oauth_clients')
+          .select('client_id')
+          .where('client_id', '=', principal.clientId)
+          .where('tenant_id', '=', principal.tenantId)
+          .where('revoked_at', 'is', null)
+          .executeTakeFirst();
+        if (!client) throw problems.unauthorized('The client of this token has been revoked.');
+      } else if (!spec.device) {
+        throw problems.forbidden('Device tokens cannot be used on this route.');
+      }
+      request.principal = principal;
+    });
+  },
+  { name: 'liveline-auth' },
+);
+
+export function tenantOf(request: FastifyRequest): TenantPrincipal {
+  const p = request.principal;
+  if (p?.kind !== 'tenant') throw problems.unauthorized();
+  return p;
+}
+
+export function deviceOf(request: FastifyRequest): DevicePrincipal {
+  const p = request.principal;
+  if (p?.kind !== 'device') throw problems.unauthorized();
+  return p;
+}
+
+/** The tenant a tenant or device principal acts for. */
+export function tenantIdOf(request: FastifyRequest): string {
+  const p = request.principal;
+  if (p?.kind === 'tenant' || p?.kind === 'device') return p.tenantId;
+  throw problems.unauthorized();
+}

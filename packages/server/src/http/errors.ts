@@ -1,0 +1,43 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { PROBLEM_CONTENT_TYPE, ProblemError, problems } from './problem.ts';
+import { validationProblem } from './validation.ts';
+
+/** Maps Fastify's own errors to the catalogue; anything else is a 500 that is logged, never shown. */
+function toProblemError(error: FastifyError): ProblemError {
+  if (error instanceof ProblemError) return error;
+  if (error.validation) return validationProblem(error.validation as never, error.validationContext ?? 'body');
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problems.payloadTooLarge('The request body is larger than this route accepts.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problems.unsupportedMediaType('Send the body as application/json.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problems.malformedJson('The request body is not valid JSON.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ProblemError(400, 'bad_request', 'The Content-Length header does not match the body.');
+  }
+  if (error.statusCode === 429) return problems.rateLimited(1);
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ProblemError(error.statusCode, 'bad_request', 'The request could not be processed.');
+  }
+  return problems.internal();
+}
+
+export function sendProblem(reply: FastifyReply, problem: ProblemError) {
+  if (problem.headers) reply.headers(problem.headers);
+  return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toProblem());
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const problem = toProblemError(error);
+  if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+  return sendProblem(reply, problem);
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return sendProblem(
+    reply,
+    new ProblemError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`),
+  );
+}

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** One registry per server instance (tests run several in one process). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'liveline_' });
+  return {
+    registry,
+    httpDuration: new Histogram({
+      name: 'liveline_http_request_duration_seconds',
+      help: 'HTTP request duration by route and status.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    eventsIngested: new Counter({
+      name: 'liveline_events_ingested_total',
+      help: 'Events stored, by source.',
+      labelNames: ['source'] as const,
+      registers: [registry],
+    }),
+    eventsDuplicate: new Counter({
+      name: 'liveline_events_duplicate_total',
+      help: 'Events not stored again because their id was already stored for the session.',
+      registers: [registry],
+    }),
+    ingestFlushSize: new Histogram({
+      name: 'liveline_ingest_group_commit_events',
+      help: 'Events written per group-commit transaction.',
+      buckets: [1, 10, 100, 1000, 5000, 10000, 50000],
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export const metricsPlugin = fp(
+  async (app: FastifyInstance, { metrics }: { metrics: Metrics }) => {
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.httpDuration.observe(
+        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  },
+  { name: 'liveline-metrics' },
+);

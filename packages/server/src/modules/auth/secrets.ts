@@ -1,0 +1,22 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A new secret: a readable prefix and 256 random bits, base64url. */
+export function generateSecret(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * Keyed SHA-256 of a secret. Secrets carry at least 128 random bits, so a fast keyed digest is
+ * enough (no slow password hash), and equal secrets give equal digests, so a row can be found
+ * by its secret alone.
+ */
+export function digestSecret(key: Buffer, secret: string): string {
+  return createHmac('sha256', key).update(secret, 'utf8').digest('base64url');
+}
+
+/** Constant-time comparison of two strings of any lengths. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a, 'utf8').digest();
+  const db = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(da, db);
+}

@@ -1,0 +1,123 @@
+import { uuidv7 } from 'uuidv7';
+import type { Storage } from '../../storage/index.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+import { offsetOf } from '../../http/pagination.ts';
+import type { Scope } from './scopes.ts';
+import { digestSecret, generateSecret } from './secrets.ts';
+
+export interface Tenant {
+  tenantId: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface ClientInfo {
+  clientId: string;
+  tenantId: string;
+  name: string | null;
+  scopes: Scope[];
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export async function createTenant(storage: Storage, name: string, now: number): Promise<Tenant> {
+  const tenant = { tenantId: uuidv7(), name, createdAt: now };
+  await storage.db
+    .insertInto('tenants')
+    .values({ tenant_id: tenant.tenantId, name, created_at: now })
+    .execute();
+  return tenant;
+}
+
+export async function findTenant(storage: Storage, tenantId: string): Promise<Tenant | null> {
+  const row = await storage.db.selectFrom('tenants').selectAll().where('tenant_id', '=', tenantId).executeTakeFirst();
+  return row ? { tenantId: row.tenant_id, name: row.name, createdAt: row.created_at } : null;
+}
+
+export async function listTenants(storage: Storage, page: PageRequest) {
+  const [rows, count] = await Promise.all([
+    storage.db
+      .selectFrom('tenants')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('tenant_id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
+    storage.db.selectFrom('tenants').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  const tenants: Tenant[] = rows.map((r) => ({ tenantId: r.tenant_id, name: r.name, createdAt: r.created_at }));
+  return { tenants, totalCount: Number(count.n) };
+}
+
+function toClientInfo(row: {
+  client_id: string;
+  tenant_id: string;
+  name: string | null;
+  scopes: string;
+  created_at: number;
+  revoked_at: number | null;
+}): ClientInfo {
+  return {
+    clientId: row.client_id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    scopes: row.scopes.split(' ').filter(Boolean) as Scope[],
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+/** Creates an OAuth2 client. The secret is returned here once and stored only as a keyed digest. */
+export async function createClient(
+  storage: Storage,
+  digestKey: Buffer,
+  input: { tenantId: string; name: string | null; scopes: Scope[] },
+  now: number,
+) {
+  const clientId = uuidv7();
+  const clientSecret = generateSecret('lls');
+  await storage.db
+    .insertInto('oauth_clients')
+    .values({
+      client_id: clientId,
+      tenant_id: input.tenantId,
+      name: input.name,
+      secret_digest: digestSecret(digestKey, clientSecret),
+      scopes: input.scopes.join(' '),
+      created_at: now,
+      revoked_at: null,
+    })
+    .execute();
+  return { clientId, clientSecret, tenantId: input.tenantId, name: input.name, scopes: input.scopes, createdAt: now };
+}
+
+export async function listClients(storage: Storage, tenantId: string, page: PageRequest) {
+  const base = storage.db.selectFrom('oauth_clients').where('tenant_id', '=', tenantId);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('created_at').orderBy('client_id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { clients: rows.map(toClientInfo), totalCount: Number(count.n) };
+}
+
+export async function findClient(storage: Storage, clientId: string) {
+  const row = await storage.db
+    .selectFrom('oauth_clients')
+    .selectAll()
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
+  return row ? { ...toClientInfo(row), secretDigest: row.secret_digest } : null;
+}
+
+/** Revokes a client; true when it existed in that tenant and was live. */
+export async function revokeClient(storage: Storage, tenantId: string, clientId: string, now: number) {
+  const result = await storage.db
+    .updateTable('oauth_clients')
+    .set({ revoked_at: now })
+    .where('client_id', '=', clientId)
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

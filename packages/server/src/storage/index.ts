@@ -1,0 +1,34 @@
+import { Migrator } from 'kysely';
+import type { Config } from '../config.ts';
+import { createPostgresStorage } from './dialects/postgres.ts';
+import { createSqliteStorage } from './dialects/sqlite.ts';
+import { migrationProvider } from './migrations/index.ts';
+import type { Storage } from './storage.ts';
+
+export type { Database } from './schema.ts';
+export type { DialectName, Storage } from './storage.ts';
+
+/** Opens the configured store (PostgreSQL when DATABASE_URL is set, else SQLite) and migrates it. */
+export async function openStorage(
+  config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir' | 'sqliteSynchronous'>,
+): Promise<Storage> {
+  const storage = config.databaseUrl
+    ? await createPostgresStorage({ url: config.databaseUrl, schema: config.databaseSchema })
+    : createSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  try {
+    await migrate(storage);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+  return storage;
+}
+
+export async function migrate(storage: Storage): Promise<void> {
+  const migrator = new Migrator({ db: storage.db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
+  }
+}
