@@ -73,6 +73,8 @@ type BatchOutcome =
   | { kind: 'closed' };
 
 const EVENT_BATCH_LIMIT = 1000;
+const SESSIONS_PATH = '/client/v1/sessions';
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * A headset's connection to liveline: its session and its event pipeline.
@@ -94,6 +96,7 @@ export class LivelineDevice {
   private readonly closing = new AbortController();
 
   private current: SessionInfo | null = null;
+  private starting = false;
   private buffer: Buffered[] = [];
   /** The first `inFlight` buffered events are the batch being sent; overflow never drops them. */
   private inFlight = 0;
@@ -121,7 +124,10 @@ export class LivelineDevice {
     this.batchSize = options.batchSize ?? 100;
     this.flushIntervalMs = options.flushIntervalMs ?? 1000;
     this.maxBufferedEvents = options.maxBufferedEvents ?? 10_000;
-    this.retry = { initialDelayMs: 500, maxDelayMs: 30_000, ...options.retry };
+    this.retry = {
+      initialDelayMs: options.retry?.initialDelayMs ?? 500,
+      maxDelayMs: options.retry?.maxDelayMs ?? 30_000,
+    };
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > EVENT_BATCH_LIMIT) {
       throw new RangeError(`batchSize must be an integer from 1 to ${EVENT_BATCH_LIMIT}`);
     }
@@ -152,14 +158,24 @@ export class LivelineDevice {
   /** Starts a session. Events tracked before it are sent to it. */
   async startSession(options: StartSessionOptions = {}): Promise<SessionInfo> {
     this.assertOpen();
-    if (this.current) {
-      throw new LivelineError({ status: 0, code: 'session_active', detail: 'End the current session first.' });
+    if (this.current || this.starting) {
+      throw new LivelineError({
+        status: 0,
+        code: 'session_active',
+        detail: 'End the current session first.',
+      });
     }
     const body = {
       ...(options.tenantCohortId === undefined ? {} : { tenantCohortId: options.tenantCohortId }),
       device: { sdkVersion: SDK_VERSION, ...options.device },
     };
-    const info = await this.http.request<SessionInfo>('POST', '/client/v1/sessions', body, this.closing.signal);
+    this.starting = true;
+    let info: SessionInfo;
+    try {
+      info = await this.http.request<SessionInfo>('POST', SESSIONS_PATH, body, this.closing.signal);
+    } finally {
+      this.starting = false;
+    }
     this.current = info;
     this.kick();
     this.armTimer();
@@ -167,9 +183,9 @@ export class LivelineDevice {
   }
 
   /** Buffers an event, filling `id` and `timestamp` when absent; returns the event as it will be sent. */
-  track<E extends ClientEvent>(event: E): E & StampedEvent {
+  track(event: ClientEvent): StampedEvent {
     this.assertOpen();
-    const stamped = {
+    const stamped: StampedEvent = {
       ...event,
       id: event.id ?? crypto.randomUUID(),
       timestamp: event.timestamp ?? this.clock.now(),
@@ -307,7 +323,12 @@ export class LivelineDevice {
     const path = `${sessionPath(sessionId)}/events`;
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await this.http.request<EventBatchResult>('POST', path, { events }, this.closing.signal);
+        const result = await this.http.request<EventBatchResult>(
+          'POST',
+          path,
+          { events },
+          this.closing.signal,
+        );
         this.counters.sent += events.length;
         this.counters.duplicates += result?.duplicates ?? 0;
         return { kind: 'sent' };
@@ -337,10 +358,14 @@ export class LivelineDevice {
         clearTimeout(timer);
         resolve(false);
       };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      }, ms);
+      // setTimeout fires at once for delays past 2^31 − 1 ms; a huge Retry-After must not become 0.
+      const timer = setTimeout(
+        () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(true);
+        },
+        Math.min(ms, MAX_TIMER_MS),
+      );
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -358,7 +383,7 @@ export class LivelineDevice {
 }
 
 function sessionPath(sessionId: string): string {
-  return `/client/v1/sessions/${encodeURIComponent(sessionId)}`;
+  return `${SESSIONS_PATH}/${encodeURIComponent(sessionId)}`;
 }
 
 function closedError(): LivelineError {

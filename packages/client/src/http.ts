@@ -30,14 +30,20 @@ export class LivelineError extends Error {
     init: { status: number; code: string; detail: string; errors?: FieldError[]; retryAfterMs?: number },
     options?: { cause?: unknown },
   ) {
-    super(init.status ? `${init.status} ${init.code}: ${init.detail}` : `${init.code}: ${init.detail}`, options);
+    super(
+      init.status ? `${init.status} ${init.code}: ${init.detail}` : `${init.code}: ${init.detail}`,
+      options,
+    );
     this.name = 'LivelineError';
     this.status = init.status;
     this.code = init.code;
     this.detail = init.detail;
     this.errors = init.errors ?? [];
     this.retryAfterMs = init.retryAfterMs;
-    this.retryable = init.status === 0 ? init.code === 'network_error' || init.code === 'timeout' : isRetryableStatus(init.status);
+    this.retryable =
+      init.status === 0
+        ? init.code === 'network_error' || init.code === 'timeout'
+        : isRetryableStatus(init.status);
   }
 }
 
@@ -83,7 +89,10 @@ export class HttpClient {
   /** Sends `body` as JSON and returns the parsed JSON response. `signal` aborts with code `closed`. */
   async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-    const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'application/json' };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.token}`,
+      accept: 'application/json',
+    };
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {
       const response = await this.fetch(this.baseUrl + path, {
@@ -98,7 +107,10 @@ export class HttpClient {
     } catch (error) {
       if (error instanceof LivelineError) throw error;
       if (signal?.aborted) {
-        throw new LivelineError({ status: 0, code: 'closed', detail: 'The device was closed.' }, { cause: error });
+        throw new LivelineError(
+          { status: 0, code: 'closed', detail: 'The device was closed.' },
+          { cause: error },
+        );
       }
       if (timeout.aborted) {
         const detail = `No response within ${this.requestTimeoutMs} ms.`;

@@ -9,8 +9,10 @@ import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { metricsPlugin } from './http/metrics.ts';
 import { problems } from './http/problem.ts';
 import { ProblemSchema } from './http/schemas.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { buildValidator } from './http/validation.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { eventsRoutes } from './modules/events/routes.ts';
+import { sessionsRoutes } from './modules/sessions/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -36,10 +38,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
   });
   // JSON only (and form bodies on /oauth/token): anything else is a 415.
   app.removeContentTypeParser('text/plain');
-  app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   app.addSchema(ProblemSchema);
@@ -79,13 +82,21 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    // The default policy upgrades the page's own assets to https, which leaves /docs blank whenever the
+    // server is reached over plain http by anything but localhost (a LAN address, Safari on localhost).
+    transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
+  });
 
   await app.register(authPlugin, { ctx });
   await app.register(metricsPlugin, { metrics: ctx.metrics });
   await app.register(rateLimit, {
     global: true,
-    hook: 'preHandler',
+    // Route-level onRequest hooks run after the auth hook, so the principal is known here; limiting
+    // before the body is read means a flood of large or invalid requests is throttled too.
+    hook: 'onRequest',
     timeWindow: 1000,
     keyGenerator: rateLimitKey,
     max: (_request, key) => (key.startsWith('d:') ? config.rateLimitDeviceRps : config.rateLimitTenantRps),
@@ -94,10 +105,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       if (key === 'none') return true;
       return key.startsWith('d:') ? config.rateLimitDeviceRps === 0 : config.rateLimitTenantRps === 0;
     },
-    errorResponseBuilder: (_request, context) => problems.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
+    errorResponseBuilder: (_request, context) =>
+      problems.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
   });
 
-  app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({
+    status: 'ok',
+  }));
   app.get('/readyz', { schema: { tags: ['ops'], summary: 'Storage is reachable.' } }, async () => {
     try {
       await ctx.storage.ping();
@@ -109,5 +123,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(authRoutes, { ctx });
+  await app.register(sessionsRoutes, { ctx });
+  await app.register(eventsRoutes, { ctx });
   return app;
 }

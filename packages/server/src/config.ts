@@ -36,7 +36,8 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (raw === undefined || raw === '') return fallback;
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
@@ -55,9 +56,11 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('LIVELINE_DATABASE_SCHEMA must match [a-z_][a-z0-9_]*');
   }
   const sync = (str(env, 'LIVELINE_SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
-  if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('LIVELINE_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  if (sync !== 'FULL' && sync !== 'NORMAL')
+    throw new ConfigError('LIVELINE_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
   const adminToken = str(env, 'LIVELINE_ADMIN_TOKEN');
-  if (adminToken && adminToken.length < 16) throw new ConfigError('LIVELINE_ADMIN_TOKEN must be at least 16 characters');
+  if (adminToken && adminToken.length < 16)
+    throw new ConfigError('LIVELINE_ADMIN_TOKEN must be at least 16 characters');
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST') ?? '0.0.0.0',

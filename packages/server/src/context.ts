@@ -4,6 +4,8 @@ import type { Config } from './config.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { OperatorToken } from './modules/auth/operator.ts';
 import type { TokenService } from './modules/auth/tokens.ts';
+import type { EventsService } from './modules/events/service.ts';
+import type { SessionsService } from './modules/sessions/service.ts';
 import type { Storage } from './storage/index.ts';
 
 /** What every module is given: the shared infrastructure of one server process. */
@@ -17,6 +19,8 @@ export interface AppContext {
   /** Key of the keyed digests of client and campaign secrets. */
   digestKey: Buffer;
   metrics: Metrics;
+  events: EventsService;
+  sessions: SessionsService;
 }
 
 /** Options every module plugin receives. */

@@ -8,6 +8,8 @@ import { createMetrics } from './http/metrics.ts';
 import { loadServerKeys } from './modules/auth/keys.ts';
 import { resolveOperatorToken } from './modules/auth/operator.ts';
 import { TokenService } from './modules/auth/tokens.ts';
+import { EventsService } from './modules/events/service.ts';
+import { SessionsService } from './modules/sessions/service.ts';
 import { openStorage } from './storage/index.ts';
 
 export interface RunningServer {
@@ -21,7 +23,10 @@ export interface RunningServer {
 export function createLogger(level: string): Logger {
   return pino({
     level,
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.clientSecret', '*.token'], remove: true },
+    redact: {
+      paths: ['req.headers.authorization', 'headers.authorization', '*.clientSecret', '*.token'],
+      remove: true,
+    },
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({
         id: req.id,
@@ -44,6 +49,9 @@ export async function startServer(
     const keys = await loadServerKeys(storage, config.secretKey, clock.now());
     const operator = resolveOperatorToken(config.adminToken, config.dataDir);
     const issuer = config.publicUrl ?? 'urn:liveline';
+    const metrics = createMetrics();
+    const events = new EventsService(storage, clock, metrics);
+    const sessions = new SessionsService(storage, clock, events);
     const ctx: AppContext = {
       config,
       storage,
@@ -52,7 +60,9 @@ export async function startServer(
       tokens: new TokenService(keys, issuer, clock),
       operator,
       digestKey: keys.digestKey,
-      metrics: createMetrics(),
+      metrics,
+      events,
+      sessions,
     };
     const app = await buildApp(ctx);
     app.addHook('onClose', async () => {

@@ -5,7 +5,8 @@ import { validationProblem } from './validation.ts';
 /** Maps Fastify's own errors to the catalogue; anything else is a 500 that is logged, never shown. */
 function toProblemError(error: FastifyError): ProblemError {
   if (error instanceof ProblemError) return error;
-  if (error.validation) return validationProblem(error.validation as never, error.validationContext ?? 'body');
+  if (error.validation)
+    return validationProblem(error.validation as never, error.validationContext ?? 'body');
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return problems.payloadTooLarge('The request body is larger than this route accepts.');

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 /** One registry per server instance (tests run several in one process). */
 export function createMetrics() {
@@ -41,7 +41,11 @@ export const metricsPlugin = fp(
   async (app: FastifyInstance, { metrics }: { metrics: Metrics }) => {
     app.addHook('onResponse', async (request, reply) => {
       metrics.httpDuration.observe(
-        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+        {
+          method: request.method,
+          route: request.routeOptions.url ?? 'unmatched',
+          status: String(reply.statusCode),
+        },
         reply.elapsedTime / 1000,
       );
     });

@@ -50,7 +50,8 @@ export class ProblemError extends Error {
 
 /** The error catalogue: one constructor per stable code. */
 export const problems = {
-  validation: (detail: string, errors: FieldError[]) => new ProblemError(400, 'validation_failed', detail, errors),
+  validation: (detail: string, errors: FieldError[]) =>
+    new ProblemError(400, 'validation_failed', detail, errors),
   malformedJson: (detail: string) =>
     new ProblemError(400, 'malformed_json', detail, [{ path: '', message: 'body is not valid JSON' }]),
   unauthorized: (detail = 'A valid bearer token is required.') =>
@@ -62,9 +63,16 @@ export const problems = {
   payloadTooLarge: (detail: string) => new ProblemError(413, 'payload_too_large', detail),
   unsupportedMediaType: (detail: string) => new ProblemError(415, 'unsupported_media_type', detail),
   rateLimited: (retryAfterS: number) =>
-    new ProblemError(429, 'rate_limited', `Too many requests; retry after ${retryAfterS} s.`, undefined, undefined, {
-      'Retry-After': String(retryAfterS),
-    }),
+    new ProblemError(
+      429,
+      'rate_limited',
+      `Too many requests; retry after ${retryAfterS} s.`,
+      undefined,
+      undefined,
+      {
+        'Retry-After': String(retryAfterS),
+      },
+    ),
   internal: () => new ProblemError(500, 'internal', 'An internal error occurred; it has been logged.'),
   unavailable: (detail: string) => new ProblemError(503, 'unavailable', detail),
 };

@@ -18,6 +18,20 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   return ajv.compile(schema as object) as ValidateFunction;
 };
 
+/**
+ * For Fastify's `schemaController.compilersFactory`: every schema controller (a plugin that calls
+ * `addSchema` gets its own) then validates with our two Ajv instances, never Fastify's default
+ * one (which would silently strip unknown fields and coerce body types).
+ */
+export function buildValidator(externalSchemas: unknown) {
+  for (const schema of Object.values((externalSchemas ?? {}) as Record<string, { $id?: string }>)) {
+    for (const ajv of [bodyAjv, textAjv]) {
+      if (schema.$id && !ajv.getSchema(schema.$id)) ajv.addSchema(schema);
+    }
+  }
+  return validatorCompiler;
+}
+
 const MAX_REPORTED_ERRORS = 50;
 
 /** `/events/3/timestamp` → `events[3].timestamp`. */
@@ -63,7 +77,12 @@ export function ajvErrorsToFieldErrors(errors: ErrorObject[], prefix = ''): Fiel
   return out;
 }
 
-const PART_PREFIX: Record<string, string> = { body: '', querystring: 'query', params: 'path', headers: 'headers' };
+const PART_PREFIX: Record<string, string> = {
+  body: '',
+  querystring: 'query',
+  params: 'path',
+  headers: 'headers',
+};
 
 export function validationProblem(errors: ErrorObject[], context: string) {
   const fieldErrors = ajvErrorsToFieldErrors(errors, PART_PREFIX[context] ?? '');

@@ -77,7 +77,12 @@ export async function accessToken(base: string, clientId: string, clientSecret: 
   return body.access_token;
 }
 
-export async function deviceToken(base: string, tenantToken: string, playerId: string, tenantCohortId?: string) {
+export async function deviceToken(
+  base: string,
+  tenantToken: string,
+  playerId: string,
+  tenantCohortId?: string,
+) {
   const res = await call(base, 'POST', '/client-tokens', {
     token: tenantToken,
     json: tenantCohortId ? { playerId, tenantCohortId } : { playerId },

@@ -12,7 +12,10 @@ describe.each(backends)('auth (%s)', (backend) => {
   afterAll(async () => server?.close());
 
   it('operator creates and lists tenants; others cannot', async () => {
-    const created = await call(base, 'POST', '/admin/v1/tenants', { token: server.adminToken, json: { name: 'Acme' } });
+    const created = await call(base, 'POST', '/admin/v1/tenants', {
+      token: server.adminToken,
+      json: { name: 'Acme' },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'Acme' });
     expect(created.body.tenantId).toMatch(/^[0-9a-f-]{36}$/);
@@ -35,7 +38,10 @@ describe.each(backends)('auth (%s)', (backend) => {
   it('validates admin input', async () => {
     const missing = await call(base, 'POST', '/admin/v1/tenants', { token: server.adminToken, json: {} });
     expect(missing.status).toBe(400);
-    expect(missing.body).toMatchObject({ code: 'validation_failed', errors: [{ path: 'name', message: 'is required' }] });
+    expect(missing.body).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: 'name', message: 'is required' }],
+    });
     const unknown = await call(base, 'POST', '/admin/v1/tenants', {
       token: server.adminToken,
       json: { name: 'x', color: 'red' },
@@ -68,7 +74,12 @@ describe.each(backends)('auth (%s)', (backend) => {
 
   it('issues client-credentials tokens with scopes and publishes JWKS', async () => {
     const t = await createTenant(base, server.adminToken, { scopes: ['sessions:read', 'tokens:issue'] });
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.clientSecret, scope: 'sessions:read' });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: t.clientId,
+      client_secret: t.clientSecret,
+      scope: 'sessions:read',
+    });
     const res = await fetch(`${base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -77,7 +88,10 @@ describe.each(backends)('auth (%s)', (backend) => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
     expect(body).toMatchObject({ token_type: 'Bearer', scope: 'sessions:read', expires_in: 3600 });
-    const [header, payload] = String(body.access_token).split('.').slice(0, 2).map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+    const [header, payload] = String(body.access_token)
+      .split('.')
+      .slice(0, 2)
+      .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
     expect(header.alg).toBe('ES256');
     expect(payload).toMatchObject({ sub: t.clientId, tenant: t.tenantId, scope: 'sessions:read' });
     const jwks = await call(base, 'GET', '/.well-known/jwks.json');
@@ -87,21 +101,34 @@ describe.each(backends)('auth (%s)', (backend) => {
     const wrongSecret = await fetch(`${base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: t.clientId, client_secret: 'nope' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: t.clientId,
+        client_secret: 'nope',
+      }).toString(),
     });
     expect(wrongSecret.status).toBe(401);
     expect(await wrongSecret.json()).toMatchObject({ error: 'invalid_client' });
     const badScope = await fetch(`${base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: t.clientId, client_secret: t.clientSecret, scope: 'commands:send' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: t.clientId,
+        client_secret: t.clientSecret,
+        scope: 'commands:send',
+      }).toString(),
     });
     expect(badScope.status).toBe(400);
     expect(await badScope.json()).toMatchObject({ error: 'invalid_scope' });
     const badGrant = await fetch(`${base}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'password', client_id: t.clientId, client_secret: t.clientSecret }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: t.clientId,
+        client_secret: t.clientSecret,
+      }).toString(),
     });
     expect(badGrant.status).toBe(400);
     expect(await badGrant.json()).toMatchObject({ error: 'unsupported_grant_type' });
@@ -109,14 +136,20 @@ describe.each(backends)('auth (%s)', (backend) => {
 
   it('mints device tokens; scopes and token kinds are enforced; revocation is immediate', async () => {
     const t = await createTenant(base, server.adminToken);
-    const device = await call(base, 'POST', '/client-tokens', { token: t.token, json: { playerId: 'p1', tenantCohortId: 'class-a' } });
+    const device = await call(base, 'POST', '/client-tokens', {
+      token: t.token,
+      json: { playerId: 'p1', tenantCohortId: 'class-a' },
+    });
     expect(device.status).toBe(200);
     expect(device.body).toMatchObject({ playerId: 'p1', tenantCohortId: 'class-a' });
     const pool = await call(base, 'GET', '/poolusers/newtoken', { token: t.token });
     expect(pool.status).toBe(200);
     expect(String(pool.body.playerId)).toMatch(/^pool-/);
     // A device token is not a tenant token.
-    const asDevice = await call(base, 'POST', '/client-tokens', { token: String(device.body.token), json: { playerId: 'x' } });
+    const asDevice = await call(base, 'POST', '/client-tokens', {
+      token: String(device.body.token),
+      json: { playerId: 'x' },
+    });
     expect(asDevice.status).toBe(403);
     // A token without the scope.
     const limited = await accessToken(base, t.clientId, t.clientSecret, 'sessions:read');
@@ -126,22 +159,38 @@ describe.each(backends)('auth (%s)', (backend) => {
     // A tampered signature.
     const parts = t.token.split('.');
     const tampered = `${parts[0]}.${parts[1]}.${parts[2].slice(0, -4)}AAAA`;
-    expect((await call(base, 'POST', '/client-tokens', { token: tampered, json: { playerId: 'x' } })).status).toBe(401);
+    expect(
+      (await call(base, 'POST', '/client-tokens', { token: tampered, json: { playerId: 'x' } })).status,
+    ).toBe(401);
     // Revocation.
-    const del = await call(base, 'DELETE', `/admin/v1/tenants/${t.tenantId}/clients/${t.clientId}`, { token: server.adminToken });
+    const del = await call(base, 'DELETE', `/admin/v1/tenants/${t.tenantId}/clients/${t.clientId}`, {
+      token: server.adminToken,
+    });
     expect(del.status).toBe(204);
     const after = await call(base, 'POST', '/client-tokens', { token: t.token, json: { playerId: 'x' } });
     expect(after.status).toBe(401);
-    expect((await call(base, 'DELETE', `/admin/v1/tenants/${t.tenantId}/clients/${t.clientId}`, { token: server.adminToken })).status).toBe(404);
+    expect(
+      (
+        await call(base, 'DELETE', `/admin/v1/tenants/${t.tenantId}/clients/${t.clientId}`, {
+          token: server.adminToken,
+        })
+      ).status,
+    ).toBe(404);
     await expect(deviceToken(base, t.token, 'y')).rejects.toThrow();
   });
 
   it('never stores client secrets in the clear', async () => {
     const t = await createTenant(base, server.adminToken);
-    const rows = await server.ctx.storage.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', t.clientId).execute();
+    const rows = await server.ctx.storage.db
+      .selectFrom('oauth_clients')
+      .selectAll()
+      .where('client_id', '=', t.clientId)
+      .execute();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(t.clientSecret);
-    const list = await call(base, 'GET', `/admin/v1/tenants/${t.tenantId}/clients`, { token: server.adminToken });
+    const list = await call(base, 'GET', `/admin/v1/tenants/${t.tenantId}/clients`, {
+      token: server.adminToken,
+    });
     expect(list.text).not.toContain(t.clientSecret);
     expect(list.body.clients).toHaveLength(1);
   });

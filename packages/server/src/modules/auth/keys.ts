@@ -35,10 +35,19 @@ export async function loadServerKeys(storage: Storage, configuredSecretKey: stri
   } else {
     await db
       .insertInto('server_keys')
-      .values({ kid: 'digest-1', purpose: 'digest', material: randomBytes(32).toString('base64'), created_at: now })
+      .values({
+        kid: 'digest-1',
+        purpose: 'digest',
+        material: randomBytes(32).toString('base64'),
+        created_at: now,
+      })
       .onConflict((oc) => oc.column('kid').doNothing())
       .execute();
-    const row = await db.selectFrom('server_keys').select('material').where('kid', '=', 'digest-1').executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('server_keys')
+      .select('material')
+      .where('kid', '=', 'digest-1')
+      .executeTakeFirstOrThrow();
     digestKey = Buffer.from(row.material, 'base64');
   }
 
@@ -46,8 +55,14 @@ export async function loadServerKeys(storage: Storage, configuredSecretKey: stri
   if (rows.length === 0) {
     const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const kid = uuidv7();
-    const material = JSON.stringify({ privateJwk: await exportJWK(privateKey), publicJwk: await exportJWK(publicKey) });
-    await db.insertInto('server_keys').values({ kid, purpose: 'signing', material, created_at: now }).execute();
+    const material = JSON.stringify({
+      privateJwk: await exportJWK(privateKey),
+      publicJwk: await exportJWK(publicKey),
+    });
+    await db
+      .insertInto('server_keys')
+      .values({ kid, purpose: 'signing', material, created_at: now })
+      .execute();
     rows = await signingRows(storage);
   }
 
@@ -60,7 +75,11 @@ export async function loadServerKeys(storage: Storage, configuredSecretKey: stri
     verifying.set(row.kid, (await importJWK(published, SIGNING_ALG)) as CryptoKey);
     jwks.push(published);
     if (!signing) {
-      signing = { kid: row.kid, privateKey: (await importJWK(privateJwk, SIGNING_ALG)) as CryptoKey, publicJwk: published };
+      signing = {
+        kid: row.kid,
+        privateKey: (await importJWK(privateJwk, SIGNING_ALG)) as CryptoKey,
+        publicJwk: published,
+      };
     }
   }
   if (!signing) throw new Error('no signing key could be loaded');

@@ -35,7 +35,8 @@ export function resolveOperatorToken(configured: string | null, dataDir: string)
     fs.writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
     // Another process started at the same moment and wrote first: use its token.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return build(fs.readFileSync(file, 'utf8').trim(), null, file);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      return build(fs.readFileSync(file, 'utf8').trim(), null, file);
     throw err;
   }
   return build(token, token, file);

@@ -5,12 +5,20 @@ import type { ModuleOptions } from '../../context.ts';
 import { tenantOf } from '../../http/auth.ts';
 import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope, PageSizeQuery } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
-import { problemResponses, Uuid } from '../../http/schemas.ts';
+import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
 import { isScope, SCOPES, type Scope } from './scopes.ts';
 import { constantTimeEqual, digestSecret } from './secrets.ts';
-import { createClient, createTenant, findClient, findTenant, listClients, listTenants, revokeClient } from './store.ts';
+import {
+  createClient,
+  createTenant,
+  findClient,
+  findTenant,
+  listClients,
+  listTenants,
+  revokeClient,
+} from './store.ts';
 
-const ScopeSchema = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'A tenant API scope.' });
+const ScopeSchema = StringEnum(SCOPES, { description: 'A tenant API scope.' });
 const TenantSchema = Type.Object({ tenantId: Uuid, name: Type.String(), createdAt: Type.Integer() });
 const ClientSchema = Type.Object({
   clientId: Uuid,
@@ -22,7 +30,11 @@ const ClientSchema = Type.Object({
 });
 const TenantParams = Type.Object({ tenantId: Uuid }, { additionalProperties: false });
 const PlayerId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\s]+$' });
-const CohortId = Type.String({ minLength: 1, maxLength: 128, description: 'TenantCohortId, defined by the tenant.' });
+const CohortId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  description: 'TenantCohortId, defined by the tenant.',
+});
 const DeviceTokenSchema = Type.Object({
   token: Type.String(),
   playerId: Type.String(),
@@ -32,7 +44,10 @@ const DeviceTokenSchema = Type.Object({
 
 function oauthError(reply: FastifyReply, status: number, error: string, description: string) {
   if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="liveline"');
-  return reply.code(status).header('Cache-Control', 'no-store').send({ error, error_description: description });
+  return reply
+    .code(status)
+    .header('Cache-Control', 'no-store')
+    .send({ error, error_description: description });
 }
 
 /** Credentials from HTTP Basic (RFC 6749 §2.3.1: form-urlencoded, then base64) or the request body. */
@@ -83,7 +98,8 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
       if (!client || !secretOk || client.revokedAt !== null) {
         return oauthError(reply, 401, 'invalid_client', 'Unknown client or wrong secret.');
       }
-      if (body.grant_type === undefined) return oauthError(reply, 400, 'invalid_request', 'grant_type is required.');
+      if (body.grant_type === undefined)
+        return oauthError(reply, 400, 'invalid_request', 'grant_type is required.');
       if (body.grant_type !== 'client_credentials') {
         return oauthError(reply, 400, 'unsupported_grant_type', 'Only client_credentials is supported.');
       }
@@ -91,7 +107,8 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
       if (typeof body.scope === 'string' && body.scope.trim() !== '') {
         const asked = body.scope.trim().split(/\s+/);
         const bad = asked.filter((s) => !isScope(s) || !client.scopes.includes(s));
-        if (bad.length > 0) return oauthError(reply, 400, 'invalid_scope', `Not granted to this client: ${bad.join(' ')}`);
+        if (bad.length > 0)
+          return oauthError(reply, 400, 'invalid_scope', `Not granted to this client: ${bad.join(' ')}`);
         scopes = [...new Set(asked)] as Scope[];
       }
       const token = await ctx.tokens.issueAccessToken({
@@ -110,7 +127,12 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
     async () => ctx.tokens.jwks,
   );
 
-  const issueDeviceToken = (tenantId: string, playerId: string, tenantCohortId: string | null, ttl?: number) =>
+  const issueDeviceToken = (
+    tenantId: string,
+    playerId: string,
+    tenantCohortId: string | null,
+    ttl?: number,
+  ) =>
     ctx.tokens.issueDeviceToken({
       tenantId,
       playerId,
@@ -173,11 +195,15 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
       schema: {
         tags: ['admin'],
         summary: 'Create a tenant.',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { name: Type.String({ minLength: 1, maxLength: 200 }) },
+          { additionalProperties: false },
+        ),
         response: { 201: TenantSchema, ...problemResponses(400, 401, 403) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createTenant(storage, request.body.name, clock.now())),
+    async (request, reply) =>
+      reply.code(201).send(await createTenant(storage, request.body.name, clock.now())),
   );
 
   app.get(
@@ -309,7 +335,7 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
         tags: ['admin'],
         summary: 'Revoke a client: its tokens stop working at once.',
         params: Type.Object({ tenantId: Uuid, clientId: Uuid }, { additionalProperties: false }),
-        response: { 204: Type.Null({ description: "Revoked." }), ...problemResponses(400, 401, 403, 404) },
+        response: { 204: Type.Null({ description: 'Revoked.' }), ...problemResponses(400, 401, 403, 404) },
       },
     },
     async (request, reply) => {

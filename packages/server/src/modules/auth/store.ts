@@ -1,7 +1,7 @@
 import { uuidv7 } from 'uuidv7';
-import type { Storage } from '../../storage/index.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { offsetOf } from '../../http/pagination.ts';
+import type { Storage } from '../../storage/index.ts';
 import type { Scope } from './scopes.ts';
 import { digestSecret, generateSecret } from './secrets.ts';
 
@@ -30,7 +30,11 @@ export async function createTenant(storage: Storage, name: string, now: number):
 }
 
 export async function findTenant(storage: Storage, tenantId: string): Promise<Tenant | null> {
-  const row = await storage.db.selectFrom('tenants').selectAll().where('tenant_id', '=', tenantId).executeTakeFirst();
+  const row = await storage.db
+    .selectFrom('tenants')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
   return row ? { tenantId: row.tenant_id, name: row.name, createdAt: row.created_at } : null;
 }
 
@@ -44,9 +48,16 @@ export async function listTenants(storage: Storage, page: PageRequest) {
       .limit(page.pageSize)
       .offset(offsetOf(page))
       .execute(),
-    storage.db.selectFrom('tenants').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    storage.db
+      .selectFrom('tenants')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
-  const tenants: Tenant[] = rows.map((r) => ({ tenantId: r.tenant_id, name: r.name, createdAt: r.created_at }));
+  const tenants: Tenant[] = rows.map((r) => ({
+    tenantId: r.tenant_id,
+    name: r.name,
+    createdAt: r.created_at,
+  }));
   return { tenants, totalCount: Number(count.n) };
 }
 
@@ -89,13 +100,26 @@ export async function createClient(
       revoked_at: null,
     })
     .execute();
-  return { clientId, clientSecret, tenantId: input.tenantId, name: input.name, scopes: input.scopes, createdAt: now };
+  return {
+    clientId,
+    clientSecret,
+    tenantId: input.tenantId,
+    name: input.name,
+    scopes: input.scopes,
+    createdAt: now,
+  };
 }
 
 export async function listClients(storage: Storage, tenantId: string, page: PageRequest) {
   const base = storage.db.selectFrom('oauth_clients').where('tenant_id', '=', tenantId);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('created_at').orderBy('client_id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    base
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('client_id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { clients: rows.map(toClientInfo), totalCount: Number(count.n) };

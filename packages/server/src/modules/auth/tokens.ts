@@ -41,11 +41,21 @@ export class TokenService {
 
   async issueAccessToken(input: { tenantId: string; clientId: string; scopes: Scope[]; ttlSeconds: number }) {
     const scope = input.scopes.join(' ');
-    const token = await this.sign({ tenant: input.tenantId, scope }, input.clientId, TENANT_AUDIENCE, input.ttlSeconds);
+    const token = await this.sign(
+      { tenant: input.tenantId, scope },
+      input.clientId,
+      TENANT_AUDIENCE,
+      input.ttlSeconds,
+    );
     return { access_token: token, token_type: 'Bearer' as const, expires_in: input.ttlSeconds, scope };
   }
 
-  async issueDeviceToken(input: { tenantId: string; playerId: string; tenantCohortId: string | null; ttlSeconds: number }) {
+  async issueDeviceToken(input: {
+    tenantId: string;
+    playerId: string;
+    tenantCohortId: string | null;
+    ttlSeconds: number;
+  }) {
     const claims: Record<string, unknown> = { tenant: input.tenantId };
     if (input.tenantCohortId !== null) claims.cohort = input.tenantCohortId;
     const token = await this.sign(claims, input.playerId, DEVICE_AUDIENCE, input.ttlSeconds);

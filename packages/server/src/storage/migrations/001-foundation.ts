@@ -55,7 +55,11 @@ export async function up(db: AnyDb): Promise<void> {
     .on('sessions')
     .columns(['tenant_id', 'tenant_cohort_id', 'started_at'])
     .execute();
-  await db.schema.createIndex('sessions_idle_sweep').on('sessions').columns(['status', 'last_seen_at']).execute();
+  await db.schema
+    .createIndex('sessions_idle_sweep')
+    .on('sessions')
+    .columns(['status', 'last_seen_at'])
+    .execute();
 
   await db.schema
     .createTable('events')

@@ -1,0 +1,168 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Metrics } from '../../http/metrics.ts';
+import type { Database, Storage } from '../../storage/index.ts';
+
+/** One event as it is stored. `body` is the JSON clients get back. */
+export interface EventRow {
+  session_id: string;
+  event_id: string;
+  tenant_id: string;
+  event_type: string;
+  timestamp: number;
+  streaming_session_id: string | null;
+  received_at: number;
+  body: string;
+}
+
+export interface IngestResult {
+  accepted: number;
+  duplicates: number;
+}
+
+/** What one group-commit transaction wrote, for work that must share its transaction. */
+export interface StoredGroup {
+  inserted: EventRow[];
+  /** Sessions a device contacted, with the latest contact time. */
+  contacts: Map<string, number>;
+}
+
+/**
+ * Work done inside the same transaction as the insert: the sessions module moves `lastSeenAt`,
+ * the webhooks module writes its outbox rows.
+ */
+export type InTransaction = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
+
+interface Job {
+  rows: EventRow[];
+  touch: { sessionId: string; at: number } | null;
+  resolve(result: IngestResult): void;
+  reject(err: unknown): void;
+}
+
+const COLUMNS = 8;
+/** Upper bound of rows one group-commit transaction takes, so a burst cannot build a giant transaction. */
+const MAX_ROWS_PER_FLUSH = 20_000;
+
+/**
+ * Group commit: concurrent ingestion requests share one transaction. While a transaction is being
+ * written, new batches queue up; the next transaction takes all of them. Each batch's promise
+ * resolves only after its transaction committed, so a 200 always means durable. Duplicate ids
+ * (already stored, or repeated within the group) are skipped and counted.
+ */
+export class EventWriter {
+  private queue: Job[] = [];
+  private flushing = false;
+  private readonly hooks: InTransaction[] = [];
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** Registers work to run in every ingestion transaction (e.g. the webhook outbox). */
+  addTransactionHook(hook: InTransaction) {
+    this.hooks.push(hook);
+  }
+
+  write(rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ rows, touch, resolve, reject });
+      if (!this.flushing) void this.drain();
+    });
+  }
+
+  private async drain() {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const jobs = this.takeGroup();
+        try {
+          const results = await this.writeGroup(jobs);
+          for (const [i, job] of jobs.entries()) job.resolve(results[i]);
+        } catch (err) {
+          // One bad batch must not fail its neighbours: retry each on its own.
+          if (jobs.length === 1) {
+            jobs[0].reject(err);
+            continue;
+          }
+          for (const job of jobs) {
+            try {
+              job.resolve((await this.writeGroup([job]))[0]);
+            } catch (jobErr) {
+              job.reject(jobErr);
+            }
+          }
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private takeGroup(): Job[] {
+    let rows = 0;
+    let n = 0;
+    while (n < this.queue.length && (n === 0 || rows + this.queue[n].rows.length <= MAX_ROWS_PER_FLUSH)) {
+      rows += this.queue[n].rows.length;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  private async writeGroup(jobs: Job[]): Promise<IngestResult[]> {
+    // First occurrence of (session, id) in the group wins; later ones are duplicates.
+    const firsts: EventRow[] = [];
+    const owner: number[] = [];
+    const seen = new Set<string>();
+    jobs.forEach((job, j) => {
+      for (const row of job.rows) {
+        const key = `${row.session_id}\u0000${row.event_id}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        firsts.push(row);
+        owner.push(j);
+      }
+    });
+    const accepted = new Array<number>(jobs.length).fill(0);
+    await this.storage.db.transaction().execute(async (trx) => {
+      const inserted = await insertIgnoringDuplicates(trx, firsts, this.storage.maxBindParameters);
+      const insertedRows: EventRow[] = [];
+      firsts.forEach((row, i) => {
+        if (inserted.has(`${row.session_id}\u0000${row.event_id}`)) {
+          accepted[owner[i]]++;
+          insertedRows.push(row);
+        }
+      });
+      const group = { inserted: insertedRows, contacts: latestContacts(jobs) };
+      for (const hook of this.hooks) await hook(trx, group);
+    });
+    const total = accepted.reduce((a, b) => a + b, 0);
+    this.metrics.ingestFlushSize.observe(total);
+    return jobs.map((job, j) => ({ accepted: accepted[j], duplicates: job.rows.length - accepted[j] }));
+  }
+}
+
+async function insertIgnoringDuplicates(db: Kysely<Database>, rows: EventRow[], maxBind: number) {
+  const inserted = new Set<string>();
+  const chunk = Math.max(1, Math.floor(maxBind / COLUMNS));
+  for (let i = 0; i < rows.length; i += chunk) {
+    const part = rows.slice(i, i + chunk);
+    const done = await db
+      .insertInto('events')
+      .values(part)
+      .onConflict((oc) => oc.columns(['session_id', 'event_id']).doNothing())
+      .returning(['session_id', 'event_id'])
+      .execute();
+    for (const r of done) inserted.add(`${r.session_id}\u0000${r.event_id}`);
+  }
+  return inserted;
+}
+
+function latestContacts(jobs: Job[]) {
+  const latest = new Map<string, number>();
+  for (const job of jobs) {
+    if (job.touch && (latest.get(job.touch.sessionId) ?? 0) < job.touch.at)
+      latest.set(job.touch.sessionId, job.touch.at);
+  }
+  return latest;
+}

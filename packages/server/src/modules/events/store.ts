@@ -1,0 +1,67 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../storage/index.ts';
+
+export interface EventCursor {
+  timestamp: number;
+  id: string;
+}
+
+export function encodeCursor(c: EventCursor): string {
+  return Buffer.from(JSON.stringify([c.timestamp, c.id])).toString('base64url');
+}
+
+export function decodeCursor(raw: string): EventCursor | null {
+  try {
+    const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string') {
+      return { timestamp: v[0], id: v[1] };
+    }
+  } catch {
+    // fall through
+  }
+  return null;
+}
+
+export interface EventQuery {
+  eventType?: string;
+  from?: number;
+  to?: number;
+  after?: EventCursor;
+  limit: number;
+}
+
+/** One page of a session's events, ordered by timestamp then id (keyset pagination). */
+export async function queryEvents(db: Kysely<Database>, sessionId: string, q: EventQuery) {
+  let query = db
+    .selectFrom('events')
+    .select(['timestamp', 'event_id', 'body'])
+    .where('session_id', '=', sessionId);
+  if (q.eventType !== undefined) query = query.where('event_type', '=', q.eventType);
+  if (q.from !== undefined) query = query.where('timestamp', '>=', q.from);
+  if (q.to !== undefined) query = query.where('timestamp', '<', q.to);
+  const after = q.after;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('timestamp', '>', after.timestamp),
+        eb.and([eb('timestamp', '=', after.timestamp), eb('event_id', '>', after.id)]),
+      ]),
+    );
+  }
+  return query.orderBy('timestamp').orderBy('event_id').limit(q.limit).execute();
+}
+
+/**
+ * Every event of a session as stored JSON text, fetched in pages so that a session with millions
+ * of events is streamed to the client without being held in memory.
+ */
+export async function* sessionEventBodies(db: Kysely<Database>, sessionId: string, pageSize = 1000) {
+  let after: EventCursor | undefined;
+  for (;;) {
+    const rows = await queryEvents(db, sessionId, { after, limit: pageSize });
+    for (const r of rows) yield r.body;
+    if (rows.length < pageSize) return;
+    const last = rows[rows.length - 1];
+    after = { timestamp: last.timestamp, id: last.event_id };
+  }
+}

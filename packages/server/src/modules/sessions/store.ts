@@ -1,0 +1,117 @@
+import type { Kysely, Selectable } from 'kysely';
+import { uuidv7 } from 'uuidv7';
+import { offsetOf, type PageRequest } from '../../http/pagination.ts';
+import type { Database } from '../../storage/index.ts';
+import type { SessionsTable } from '../../storage/schema.ts';
+
+export type SessionRow = Selectable<SessionsTable>;
+
+export interface NewSession {
+  tenantId: string;
+  playerId: string;
+  tenantCohortId: string | null;
+  device: Record<string, string>;
+  now: number;
+}
+
+export async function insertSession(db: Kysely<Database>, input: NewSession): Promise<SessionRow> {
+  const row: SessionRow = {
+    session_id: uuidv7(),
+    tenant_id: input.tenantId,
+    player_id: input.playerId,
+    tenant_cohort_id: input.tenantCohortId,
+    device: JSON.stringify(input.device),
+    status: 'live',
+    started_at: input.now,
+    last_seen_at: input.now,
+    ended_at: null,
+    end_reason: null,
+  };
+  await db.insertInto('sessions').values(row).execute();
+  return row;
+}
+
+export function findSession(db: Kysely<Database>, tenantId: string, sessionId: string) {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+}
+
+export async function touchSession(db: Kysely<Database>, sessionId: string, at: number) {
+  await db
+    .updateTable('sessions')
+    .set({ last_seen_at: at })
+    .where('session_id', '=', sessionId)
+    .where('last_seen_at', '<', at)
+    .execute();
+}
+
+/** Ends a live session. Returns the ended row, or undefined when it was not live (already ended). */
+export function endSession(db: Kysely<Database>, sessionId: string, endedAt: number, reason: string) {
+  return db
+    .updateTable('sessions')
+    .set({ status: 'ended', ended_at: endedAt, end_reason: reason })
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'live')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Ends every live session silent since before `cutoff`, at its last contact. Each row is claimed by
+ * one conditional UPDATE, so several processes sweeping at once never end a session twice.
+ */
+export async function endIdleSessions(db: Kysely<Database>, cutoff: number, limit = 500) {
+  const candidates = await db
+    .selectFrom('sessions')
+    .select(['session_id', 'last_seen_at'])
+    .where('status', '=', 'live')
+    .where('last_seen_at', '<', cutoff)
+    .orderBy('last_seen_at')
+    .limit(limit)
+    .execute();
+  const ended: SessionRow[] = [];
+  for (const c of candidates) {
+    const row = await db
+      .updateTable('sessions')
+      .set({ status: 'ended', ended_at: c.last_seen_at, end_reason: 'idle' })
+      .where('session_id', '=', c.session_id)
+      .where('status', '=', 'live')
+      .where('last_seen_at', '<', cutoff)
+      .returningAll()
+      .executeTakeFirst();
+    if (row) ended.push(row);
+  }
+  return ended;
+}
+
+export interface SessionFilter {
+  tenantId: string;
+  tenantCohortId?: string;
+  /** Only live sessions seen at or after this time. */
+  activeSince?: number;
+}
+
+/** One page of sessions: active lists by lastSeenAt desc, cohort lists by startedAt desc; ties by id. */
+export async function listSessions(db: Kysely<Database>, filter: SessionFilter, page: PageRequest) {
+  let q = db.selectFrom('sessions').where('tenant_id', '=', filter.tenantId);
+  if (filter.tenantCohortId !== undefined) q = q.where('tenant_cohort_id', '=', filter.tenantCohortId);
+  if (filter.activeSince !== undefined) {
+    q = q.where('status', '=', 'live').where('last_seen_at', '>=', filter.activeSince);
+  }
+  const orderColumn = filter.activeSince !== undefined ? 'last_seen_at' : 'started_at';
+  const [rows, count] = await Promise.all([
+    q
+      .selectAll()
+      .orderBy(orderColumn, 'desc')
+      .orderBy('session_id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, totalCount: Number(count.n) };
+}
