@@ -53,7 +53,6 @@ export interface SessionsTable {
 export interface EventsTable {
   session_id: string;
   event_id: string;
-  tenant_id: string;
   event_type: string;
   timestamp: number;
   streaming_session_id: string | null;

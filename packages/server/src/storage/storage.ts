@@ -12,7 +12,31 @@ export interface Storage {
   /** Largest number of bound parameters one statement may carry. */
   readonly maxBindParameters: number;
   readonly db: Kysely<Database>;
+  /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
+  readonly bulk: BulkInserter;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export type ColumnType = 'text' | 'bigint' | 'integer';
+
+/** A table for `BulkInserter`: its columns in order, with types, and the unique key that conflicts. */
+export interface BulkTable<T extends keyof Database> {
+  table: T;
+  columns: { name: keyof Database[T] & string; type: ColumnType }[];
+  conflict: (keyof Database[T] & string)[];
+}
+
+export interface BulkInserter {
+  /**
+   * Inserts `rows` (values in `columns` order) inside the transaction `trx`, skipping rows whose
+   * key exists already. Returns, for each row, whether it was inserted. Keys must be unique
+   * within `rows`.
+   */
+  insertIgnoringConflicts<T extends keyof Database>(
+    trx: Kysely<Database>,
+    spec: BulkTable<T>,
+    rows: unknown[][],
+  ): Promise<boolean[]>;
 }

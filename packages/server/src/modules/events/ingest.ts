@@ -1,12 +1,12 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Metrics } from '../../http/metrics.ts';
 import type { Database, Storage } from '../../storage/index.ts';
+import type { BulkTable } from '../../storage/storage.ts';
 
 /** One event as it is stored. `body` is the JSON clients get back. */
 export interface EventRow {
   session_id: string;
   event_id: string;
-  tenant_id: string;
   event_type: string;
   timestamp: number;
   streaming_session_id: string | null;
@@ -39,7 +39,19 @@ interface Job {
   reject(err: unknown): void;
 }
 
-const COLUMNS = 8;
+const EVENTS_TABLE: BulkTable<'events'> = {
+  table: 'events',
+  columns: [
+    { name: 'session_id', type: 'text' },
+    { name: 'event_id', type: 'text' },
+    { name: 'event_type', type: 'text' },
+    { name: 'timestamp', type: 'bigint' },
+    { name: 'streaming_session_id', type: 'text' },
+    { name: 'received_at', type: 'bigint' },
+    { name: 'body', type: 'text' },
+  ],
+  conflict: ['session_id', 'event_id'],
+};
 /** Upper bound of rows one group-commit transaction takes, so a burst cannot build a giant transaction. */
 const MAX_ROWS_PER_FLUSH = 20_000;
 
@@ -124,15 +136,24 @@ export class EventWriter {
       }
     });
     const accepted = new Array<number>(jobs.length).fill(0);
+    const values = firsts.map((r) => [
+      r.session_id,
+      r.event_id,
+      r.event_type,
+      r.timestamp,
+      r.streaming_session_id,
+      r.received_at,
+      r.body,
+    ]);
     await this.storage.db.transaction().execute(async (trx) => {
-      const inserted = await insertIgnoringDuplicates(trx, firsts, this.storage.maxBindParameters);
+      const inserted = await this.storage.bulk.insertIgnoringConflicts(trx, EVENTS_TABLE, values);
       const insertedRows: EventRow[] = [];
-      firsts.forEach((row, i) => {
-        if (inserted.has(`${row.session_id}\u0000${row.event_id}`)) {
+      for (let i = 0; i < firsts.length; i++) {
+        if (inserted[i]) {
           accepted[owner[i]]++;
-          insertedRows.push(row);
+          insertedRows.push(firsts[i]);
         }
-      });
+      }
       const group = { inserted: insertedRows, contacts: latestContacts(jobs) };
       for (const hook of this.hooks) await hook(trx, group);
     });
@@ -140,22 +161,6 @@ export class EventWriter {
     this.metrics.ingestFlushSize.observe(total);
     return jobs.map((job, j) => ({ accepted: accepted[j], duplicates: job.rows.length - accepted[j] }));
   }
-}
-
-async function insertIgnoringDuplicates(db: Kysely<Database>, rows: EventRow[], maxBind: number) {
-  const inserted = new Set<string>();
-  const chunk = Math.max(1, Math.floor(maxBind / COLUMNS));
-  for (let i = 0; i < rows.length; i += chunk) {
-    const part = rows.slice(i, i + chunk);
-    const done = await db
-      .insertInto('events')
-      .values(part)
-      .onConflict((oc) => oc.columns(['session_id', 'event_id']).doNothing())
-      .returning(['session_id', 'event_id'])
-      .execute();
-    for (const r of done) inserted.add(`${r.session_id}\u0000${r.event_id}`);
-  }
-  return inserted;
 }
 
 function latestContacts(jobs: Job[]) {

@@ -35,7 +35,6 @@ function toRow(target: EventTarget, e: ValidEvent, receivedAt: number): EventRow
   return {
     session_id: target.sessionId,
     event_id: e.id,
-    tenant_id: target.tenantId,
     event_type: e.eventType,
     timestamp: e.timestamp,
     streaming_session_id: typeof body.streamingSessionId === 'string' ? body.streamingSessionId : null,

@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../schema.ts';
-import type { Storage } from '../storage.ts';
+import type { BulkInserter, Storage } from '../storage.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -37,10 +37,29 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const bulk: BulkInserter = {
+    // One statement for the whole set: each column travels as one array parameter and unnest()
+    // turns them back into rows, so the statement text is the same whatever the row count.
+    async insertIgnoringConflicts(trx, spec, rows) {
+      if (rows.length === 0) return [];
+      const cols = spec.columns.map((c) => sql.id(c.name));
+      const arrays = spec.columns.map((c, i) => sql`${rows.map((r) => r[i])}::${sql.raw(c.type)}[]`);
+      const conflict = spec.conflict.map((c) => sql.id(c));
+      const result = await sql<Record<string, unknown>>`
+        insert into ${sql.table(String(spec.table))} (${sql.join(cols)})
+        select * from unnest(${sql.join(arrays)})
+        on conflict (${sql.join(conflict)}) do nothing
+        returning ${sql.join(conflict)}`.execute(trx);
+      const keyIndexes = spec.conflict.map((c) => spec.columns.findIndex((col) => col.name === c));
+      const inserted = new Set(result.rows.map((r) => spec.conflict.map((c) => String(r[c])).join('\u0000')));
+      return rows.map((row) => inserted.has(keyIndexes.map((i) => String(row[i])).join('\u0000')));
+    },
+  };
   return {
     dialect: 'postgres',
     maxBindParameters: 65535,
     db,
+    bulk,
     async ping() {
       await sql`select 1`.execute(db);
     },

@@ -3,7 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../schema.ts';
-import type { Storage } from '../storage.ts';
+import type { BulkInserter, Storage } from '../storage.ts';
 
 export interface SqliteOptions {
   dataDir: string;
@@ -21,10 +21,33 @@ export function createSqliteStorage(options: SqliteOptions): Storage {
   handle.pragma('busy_timeout = 5000');
   handle.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const bulk: BulkInserter = {
+    // One cached prepared statement run per row: the fastest way to load rows into SQLite.
+    // The raw handle is safe here: Kysely's SQLite driver has this one connection, and the
+    // transaction the caller is in holds it until the callback returns.
+    async insertIgnoringConflicts(_trx, spec, rows) {
+      const key = `${String(spec.table)}:${spec.columns.map((c) => c.name).join(',')}`;
+      let stmt = statements.get(key);
+      if (!stmt) {
+        const cols = spec.columns.map((c) => `"${c.name}"`).join(', ');
+        const marks = spec.columns.map(() => '?').join(', ');
+        const conflict = spec.conflict.map((c) => `"${c}"`).join(', ');
+        stmt = handle.prepare(
+          `insert into "${String(spec.table)}" (${cols}) values (${marks}) on conflict (${conflict}) do nothing`,
+        );
+        statements.set(key, stmt);
+      }
+      const inserted = new Array<boolean>(rows.length);
+      for (let i = 0; i < rows.length; i++) inserted[i] = stmt.run(rows[i]).changes === 1;
+      return inserted;
+    },
+  };
   return {
     dialect: 'sqlite',
     maxBindParameters: 32766,
     db,
+    bulk,
     async ping() {
       await sql`select 1`.execute(db);
     },

@@ -65,7 +65,6 @@ export async function up(db: AnyDb): Promise<void> {
     .createTable('events')
     .addColumn('session_id', 'text', (c) => c.notNull())
     .addColumn('event_id', 'text', (c) => c.notNull())
-    .addColumn('tenant_id', 'text', (c) => c.notNull())
     .addColumn('event_type', 'text', (c) => c.notNull())
     .addColumn('timestamp', 'bigint', (c) => c.notNull())
     .addColumn('streaming_session_id', 'text')

@@ -1,0 +1,98 @@
+// Event ingestion throughput: C concurrent devices, each posting batches of B events to its own
+// session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable) and latency.
+import http from 'node:http';
+import { accessToken, call } from '../packages/server/test/helpers/api.ts';
+import { percentile, startBenchServer } from './lib.ts';
+
+const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres';
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const batchSize = Number(process.env.BENCH_BATCH ?? 1000);
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+
+const server = await startBenchServer(backend);
+try {
+  const base = server.url;
+  const tenant = await call(base, 'POST', '/admin/v1/tenants', {
+    token: server.adminToken,
+    json: { name: 'bench' },
+  });
+  const client = await call(base, 'POST', `/admin/v1/tenants/${tenant.body.tenantId}/clients`, {
+    token: server.adminToken,
+    json: {},
+  });
+  const token = await accessToken(base, String(client.body.clientId), String(client.body.clientSecret));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const devices = await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      const dt = await call(base, 'POST', '/client-tokens', { token, json: { playerId: `bench-${i}` } });
+      const s = await call(base, 'POST', '/client/v1/sessions', { token: String(dt.body.token), json: {} });
+      return { token: String(dt.body.token), sessionId: String(s.body.sessionId) };
+    }),
+  );
+
+  const post = (path: string, tok: string, body: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(
+        `${base}${path}`,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            authorization: `Bearer ${tok}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => {
+            text += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  const latencies: number[] = [];
+  let accepted = 0;
+  let seq = 0;
+  const start = performance.now();
+  const deadline = start + seconds * 1000;
+  const template = { eventType: 'Health', fps: 72, cpuUsage: 33.3, batteryLevel: 81, memoryUsage: 1800 };
+  await Promise.all(
+    devices.map(async (d) => {
+      while (performance.now() < deadline) {
+        const now = Date.now();
+        const events = Array.from({ length: batchSize }, () => ({
+          id: `e${seq++}`,
+          timestamp: now,
+          ...template,
+        }));
+        const t0 = performance.now();
+        const res = await post(`/sessions/${d.sessionId}/Events`, d.token, JSON.stringify({ events }));
+        latencies.push(performance.now() - t0);
+        if (res.status !== 200) throw new Error(`ingest failed: ${res.status} ${res.text.slice(0, 300)}`);
+        accepted += (JSON.parse(res.text) as { accepted: number }).accepted;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  const result = {
+    benchmark: 'ingest',
+    backend,
+    concurrency,
+    batchSize,
+    seconds: Number(elapsed.toFixed(1)),
+    events: accepted,
+    eventsPerSecond: Math.round(accepted / elapsed),
+    requestP50Ms: Number(percentile(latencies, 50).toFixed(1)),
+    requestP99Ms: Number(percentile(latencies, 99).toFixed(1)),
+  };
+  console.log(JSON.stringify(result));
+  agent.destroy();
+} finally {
+  await server.stop();
+}
