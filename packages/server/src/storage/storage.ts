@@ -11,6 +11,8 @@ export interface Storage {
   readonly dialect: DialectName;
   /** Largest number of bound parameters one statement may carry. */
   readonly maxBindParameters: number;
+  /** How many write transactions may usefully run at once (SQLite has one writer). */
+  readonly writeConcurrency: number;
   readonly db: Kysely<Database>;
   /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
   readonly bulk: BulkInserter;

@@ -63,7 +63,7 @@ const MAX_ROWS_PER_FLUSH = 20_000;
  */
 export class EventWriter {
   private queue: Job[] = [];
-  private flushing = false;
+  private inFlight = 0;
   private readonly hooks: InTransaction[] = [];
 
   constructor(
@@ -79,35 +79,42 @@ export class EventWriter {
   write(rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
     return new Promise((resolve, reject) => {
       this.queue.push({ rows, touch, resolve, reject });
-      if (!this.flushing) void this.drain();
+      this.pump();
     });
   }
 
-  private async drain() {
-    this.flushing = true;
+  /**
+   * Starts a transaction with everything queued whenever a writer slot is free: one slot on
+   * SQLite (a single writer), several on PostgreSQL, where commits wait on the server.
+   */
+  private pump() {
+    while (this.inFlight < this.storage.writeConcurrency && this.queue.length > 0) {
+      const jobs = this.takeGroup();
+      this.inFlight++;
+      void this.flush(jobs).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async flush(jobs: Job[]) {
     try {
-      while (this.queue.length > 0) {
-        const jobs = this.takeGroup();
+      const results = await this.writeGroup(jobs);
+      for (const [i, job] of jobs.entries()) job.resolve(results[i]);
+    } catch (err) {
+      // One bad batch must not fail its neighbours (nor a deadlock victim its group): retry each alone.
+      if (jobs.length === 1) {
+        jobs[0].reject(err);
+        return;
+      }
+      for (const job of jobs) {
         try {
-          const results = await this.writeGroup(jobs);
-          for (const [i, job] of jobs.entries()) job.resolve(results[i]);
-        } catch (err) {
-          // One bad batch must not fail its neighbours: retry each on its own.
-          if (jobs.length === 1) {
-            jobs[0].reject(err);
-            continue;
-          }
-          for (const job of jobs) {
-            try {
-              job.resolve((await this.writeGroup([job]))[0]);
-            } catch (jobErr) {
-              job.reject(jobErr);
-            }
-          }
+          job.resolve((await this.writeGroup([job]))[0]);
+        } catch (jobErr) {
+          job.reject(jobErr);
         }
       }
-    } finally {
-      this.flushing = false;
     }
   }
 
@@ -123,20 +130,19 @@ export class EventWriter {
 
   private async writeGroup(jobs: Job[]): Promise<IngestResult[]> {
     // First occurrence of (session, id) in the group wins; later ones are duplicates.
-    const firsts: EventRow[] = [];
-    const owner: number[] = [];
+    const entries: { row: EventRow; job: number }[] = [];
     const seen = new Set<string>();
-    jobs.forEach((job, j) => {
+    for (const [j, job] of jobs.entries()) {
       for (const row of job.rows) {
         const key = `${row.session_id}\u0000${row.event_id}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        firsts.push(row);
-        owner.push(j);
+        entries.push({ row, job: j });
       }
-    });
-    const accepted = new Array<number>(jobs.length).fill(0);
-    const values = firsts.map((r) => [
+    }
+    // Parallel transactions take row locks in one global order (by key), so they cannot deadlock.
+    entries.sort((a, b) => compareKeys(a.row, b.row));
+    const values = entries.map(({ row: r }) => [
       r.session_id,
       r.event_id,
       r.event_type,
@@ -145,22 +151,29 @@ export class EventWriter {
       r.received_at,
       r.body,
     ]);
+    const accepted = new Array<number>(jobs.length).fill(0);
     await this.storage.db.transaction().execute(async (trx) => {
       const inserted = await this.storage.bulk.insertIgnoringConflicts(trx, EVENTS_TABLE, values);
       const insertedRows: EventRow[] = [];
-      for (let i = 0; i < firsts.length; i++) {
+      for (let i = 0; i < entries.length; i++) {
         if (inserted[i]) {
-          accepted[owner[i]]++;
-          insertedRows.push(firsts[i]);
+          accepted[entries[i].job]++;
+          insertedRows.push(entries[i].row);
         }
       }
       const group = { inserted: insertedRows, contacts: latestContacts(jobs) };
       for (const hook of this.hooks) await hook(trx, group);
     });
-    const total = accepted.reduce((a, b) => a + b, 0);
-    this.metrics.ingestFlushSize.observe(total);
+    this.metrics.ingestFlushSize.observe(insertedRows(accepted));
     return jobs.map((job, j) => ({ accepted: accepted[j], duplicates: job.rows.length - accepted[j] }));
   }
+}
+
+const insertedRows = (accepted: number[]) => accepted.reduce((a, b) => a + b, 0);
+
+function compareKeys(a: EventRow, b: EventRow) {
+  if (a.session_id !== b.session_id) return a.session_id < b.session_id ? -1 : 1;
+  return a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0;
 }
 
 function latestContacts(jobs: Job[]) {
@@ -169,5 +182,6 @@ function latestContacts(jobs: Job[]) {
     if (job.touch && (latest.get(job.touch.sessionId) ?? 0) < job.touch.at)
       latest.set(job.touch.sessionId, job.touch.at);
   }
-  return latest;
+  // Sorted, so parallel transactions update session rows in one order.
+  return new Map([...latest].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

@@ -57,6 +57,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   };
   return {
     dialect: 'postgres',
+    writeConcurrency: 4,
     maxBindParameters: 65535,
     db,
     bulk,

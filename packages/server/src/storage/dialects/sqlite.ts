@@ -45,6 +45,7 @@ export function createSqliteStorage(options: SqliteOptions): Storage {
   };
   return {
     dialect: 'sqlite',
+    writeConcurrency: 1,
     maxBindParameters: 32766,
     db,
     bulk,
