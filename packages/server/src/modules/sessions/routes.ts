@@ -72,7 +72,7 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
       config: { auth: { device: true } },
       // No body at all is the same as `{}`.
       preValidation: async (request) => {
-        request.body ??= {};
+        if (request.body === undefined) request.body = {};
       },
       schema: {
         tags: ['device'],
