@@ -49,6 +49,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
+  // Node closes only the connections idle when close begins; a keep-alive connection busy at that
+  // moment would hold shutdown open until its client lets go, so its last response closes it.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
   // Routes that require a token say so in the OpenAPI document.
   app.addHook('onRoute', (route) => {
     const auth = route.config?.auth;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RealtimeBus } from './bus/bus.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Metrics } from './http/metrics.ts';
@@ -6,6 +7,7 @@ import type { OperatorToken } from './modules/auth/operator.ts';
 import type { TokenService } from './modules/auth/tokens.ts';
 import type { EventsService } from './modules/events/service.ts';
 import type { SessionsService } from './modules/sessions/service.ts';
+import type { Signals } from './signals.ts';
 import type { Storage } from './storage/index.ts';
 
 /** What every module is given: the shared infrastructure of one server process. */
@@ -19,6 +21,8 @@ export interface AppContext {
   /** Key of the keyed digests of client and campaign secrets. */
   digestKey: Buffer;
   metrics: Metrics;
+  bus: RealtimeBus;
+  signals: Signals;
   events: EventsService;
   sessions: SessionsService;
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './app.ts';
+import { MemoryBus } from './bus/memory.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -10,6 +11,7 @@ import { resolveOperatorToken } from './modules/auth/operator.ts';
 import { TokenService } from './modules/auth/tokens.ts';
 import { EventsService } from './modules/events/service.ts';
 import { SessionsService } from './modules/sessions/service.ts';
+import { Signals } from './signals.ts';
 import { openStorage } from './storage/index.ts';
 
 export interface RunningServer {
@@ -51,7 +53,9 @@ export async function startServer(
     const issuer = config.publicUrl ?? 'urn:liveline';
     const metrics = createMetrics();
     const events = new EventsService(storage, clock, metrics);
-    const sessions = new SessionsService(storage, clock, events);
+    const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
+    const sessions = new SessionsService(storage, clock, events, signals);
+    const bus = new MemoryBus();
     const ctx: AppContext = {
       config,
       storage,
@@ -61,11 +65,14 @@ export async function startServer(
       operator,
       digestKey: keys.digestKey,
       metrics,
+      bus,
+      signals,
       events,
       sessions,
     };
     const app = await buildApp(ctx);
     app.addHook('onClose', async () => {
+      await bus.close();
       await storage.close();
     });
     await app.listen({ port: config.port, host: config.host });

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { runServer } from '../main.ts';
 
 interface StartOptions {
   port?: string;
@@ -23,6 +22,8 @@ export function registerStart(program: Command) {
       if (opts.port !== undefined) overrides.PORT = opts.port;
       if (opts.host !== undefined) overrides.HOST = opts.host;
       if (opts.dataDir !== undefined) overrides.LIVELINE_DATA_DIR = opts.dataDir;
+      // Loaded here, not at the top: the admin commands should not pay for loading the whole server.
+      const { runServer } = await import('../main.ts');
       await runServer({ overrides });
     });
 }

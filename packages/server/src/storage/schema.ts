@@ -9,6 +9,9 @@ export interface Database {
   oauth_clients: OAuthClientsTable;
   sessions: SessionsTable;
   events: EventsTable;
+  commands: CommandsTable;
+  session_streams: SessionStreamsTable;
+  stream_intervals: StreamIntervalsTable;
 }
 
 export interface ServerKeysTable {
@@ -59,4 +62,51 @@ export interface EventsTable {
   received_at: number;
   /** The event as returned to clients, as JSON text. */
   body: string;
+}
+
+export interface CommandsTable {
+  command_id: string;
+  session_id: string;
+  tenant_id: string;
+  name: string;
+  /** JSON text of the command's data as the device receives it. */
+  data: string;
+  /** queued | delivered | acknowledged | failed | expired */
+  status: string;
+  issued_at: number;
+  expires_at: number;
+  delivered_at: number | null;
+  settled_at: number | null;
+  /** JSON text of the device's error, for failed commands. */
+  error: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+}
+
+export interface SessionStreamsTable {
+  session_id: string;
+  /** idle | starting | streaming | stopping */
+  stream_state: string;
+  streaming_session_id: string | null;
+  resolution: number | null;
+  aspectratio: number | null;
+  stream_started_at: number | null;
+  /** The command a `starting`/`stopping` stream waits on (null when started or stopped by the app). */
+  stream_command_id: string | null;
+  /** idle | starting | recording | stopping */
+  recording_state: string;
+  recording_id: string | null;
+  recording_started_at: number | null;
+  recording_command_id: string | null;
+  updated_at: number;
+}
+
+export interface StreamIntervalsTable {
+  streaming_session_id: string;
+  session_id: string;
+  tenant_id: string;
+  player_id: string;
+  started_at: number;
+  stopped_at: number | null;
+  stop_reason: string | null;
 }

@@ -11,7 +11,6 @@ import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
 import { sessionEventBodies } from '../events/store.ts';
 import { CohortId, DeviceInfo, MinutesBody, MinutesQuery, SessionSchema } from './schemas.ts';
-import type { SessionRow } from './service.ts';
 
 const DEFAULT_MINUTES = 5;
 const UNPAGINATED_PAGE_SIZE = 1000;
@@ -188,7 +187,7 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
           activeSince: active ? clock.now() - (await activeMinutes(request, q.minutes)) * 60_000 : undefined,
         };
         const { rows, totalCount } = await sessions.list(filter, page);
-        const items = await Promise.all(rows.map((r: SessionRow) => sessions.view(r)));
+        const items = await sessions.views(rows);
         return listEnvelope('sessions', items, page, totalCount);
       },
     );

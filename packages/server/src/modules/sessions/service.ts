@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import type { Signals } from '../../signals.ts';
 import type { Storage } from '../../storage/index.ts';
 import type { DevicePrincipal } from '../auth/tokens.ts';
 import type { EventsService, EventTarget } from '../events/service.ts';
@@ -22,28 +23,37 @@ export interface RecordingView {
   startedAt: number | null;
 }
 
-/**
- * What other modules add to a session's view: the realtime module knows whether the device is
- * connected, the streams module knows the stream and recording state. Until they are registered
- * a session has no connection and no stream — true, since nothing else can create them.
- */
-export interface SessionDecorations {
-  connected(sessionId: string): boolean;
-  stream(sessionId: string): Promise<{ stream: StreamView; recording: RecordingView }>;
+/** What a session is doing right now, beyond its row: known to the realtime and streams modules. */
+export interface SessionLiveState {
+  connected: boolean;
+  stream: StreamView;
+  recording: RecordingView;
 }
 
-const IDLE = {
-  stream: { state: 'idle', streamingSessionId: null, resolution: null, aspectratio: null, startedAt: null },
-  recording: { state: 'idle', recordingId: null, startedAt: null },
-} as const satisfies { stream: StreamView; recording: RecordingView };
+/**
+ * A module that knows part of a session's live state registers one of these: the realtime module
+ * knows whether the device is connected, the streams module the stream and recording. Until they
+ * register, a session has no connection and an idle stream — true, since nothing else makes them.
+ */
+export type SessionDecorator = (sessionIds: string[]) => Promise<Map<string, Partial<SessionLiveState>>>;
+
+const IDLE_STREAM: StreamView = {
+  state: 'idle',
+  streamingSessionId: null,
+  resolution: null,
+  aspectratio: null,
+  startedAt: null,
+};
+const IDLE_RECORDING: RecordingView = { state: 'idle', recordingId: null, startedAt: null };
 
 export class SessionsService {
-  private decorations: SessionDecorations = { connected: () => false, stream: async () => IDLE };
+  private readonly decorators: SessionDecorator[] = [];
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly events: EventsService,
+    private readonly signals: Signals,
   ) {
     // Device batches move lastSeenAt in the same transaction as the events.
     events.writer.addTransactionHook(async (trx, group) => {
@@ -51,8 +61,22 @@ export class SessionsService {
     });
   }
 
-  decorate(decorations: SessionDecorations) {
-    this.decorations = decorations;
+  addDecorator(decorator: SessionDecorator) {
+    this.decorators.push(decorator);
+  }
+
+  async liveStates(sessionIds: string[]): Promise<Map<string, SessionLiveState>> {
+    const out = new Map<string, SessionLiveState>();
+    for (const id of sessionIds)
+      out.set(id, { connected: false, stream: IDLE_STREAM, recording: IDLE_RECORDING });
+    const parts = await Promise.all(this.decorators.map((d) => d(sessionIds)));
+    for (const part of parts) {
+      for (const [id, state] of part) {
+        const current = out.get(id);
+        if (current) out.set(id, { ...current, ...state });
+      }
+    }
+    return out;
   }
 
   create(principal: DevicePrincipal, body: { tenantCohortId?: string; device?: Record<string, string> }) {
@@ -82,7 +106,7 @@ export class SessionsService {
   }
 
   async eventTarget(row: SessionRow): Promise<EventTarget> {
-    const { stream } = await this.decorations.stream(row.session_id);
+    const { stream } = (await this.liveStates([row.session_id])).get(row.session_id)!;
     return {
       sessionId: row.session_id,
       tenantId: row.tenant_id,
@@ -99,15 +123,26 @@ export class SessionsService {
     const endedAt = options.endedAt ?? this.clock.now();
     const ended = await store.endSession(this.storage.db, row.session_id, endedAt, reason);
     if (!ended) return (await store.findSession(this.storage.db, row.tenant_id, row.session_id)) ?? row;
-    if (options.emit) await this.emitSessionEnd(ended);
+    await this.afterEnd(ended, options.emit);
     return ended;
   }
 
   /** Ends sessions without device contact for the idle timeout; returns how many it ended. */
   async sweepIdle(idleTimeoutMs: number): Promise<number> {
     const ended = await store.endIdleSessions(this.storage.db, this.clock.now() - idleTimeoutMs);
-    for (const row of ended) await this.emitSessionEnd(row);
+    for (const row of ended) await this.afterEnd(row, true);
     return ended.length;
+  }
+
+  /** Other modules wind down first (a live stream stops), then the session's own SessionEnd. */
+  private async afterEnd(row: SessionRow, emit: boolean) {
+    await this.signals.emit('session.ended', {
+      sessionId: row.session_id,
+      tenantId: row.tenant_id,
+      endedAt: row.ended_at ?? this.clock.now(),
+      reason: row.end_reason ?? 'device',
+    });
+    if (emit) await this.emitSessionEnd(row);
   }
 
   private async emitSessionEnd(row: SessionRow) {
@@ -120,20 +155,27 @@ export class SessionsService {
   }
 
   async view(row: SessionRow) {
-    const { stream, recording } = await this.decorations.stream(row.session_id);
-    return {
-      sessionId: row.session_id,
-      tenantCohortId: row.tenant_cohort_id,
-      playerId: row.player_id,
-      device: JSON.parse(row.device) as Record<string, string>,
-      status: row.status as 'live' | 'ended',
-      connected: this.decorations.connected(row.session_id),
-      startedAt: row.started_at,
-      lastSeenAt: row.last_seen_at,
-      endedAt: row.ended_at,
-      endReason: row.end_reason,
-      stream,
-      recording,
-    };
+    return (await this.views([row]))[0];
+  }
+
+  async views(rows: SessionRow[]) {
+    const live = await this.liveStates(rows.map((r) => r.session_id));
+    return rows.map((row) => {
+      const state = live.get(row.session_id)!;
+      return {
+        sessionId: row.session_id,
+        tenantCohortId: row.tenant_cohort_id,
+        playerId: row.player_id,
+        device: JSON.parse(row.device) as Record<string, string>,
+        status: row.status as 'live' | 'ended',
+        connected: state.connected,
+        startedAt: row.started_at,
+        lastSeenAt: row.last_seen_at,
+        endedAt: row.ended_at,
+        endReason: row.end_reason,
+        stream: state.stream,
+        recording: state.recording,
+      };
+    });
   }
 }

@@ -1,9 +1,11 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m001 from './001-foundation.ts';
+import * as m002 from './002-realtime.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const all: Record<string, Migration> = {
   '001-foundation': m001,
+  '002-realtime': m002,
 };
 
 export const migrationProvider: MigrationProvider = {
