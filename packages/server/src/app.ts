@@ -2,6 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { uuidv7 } from 'uuidv7';
 import type { AppContext } from './context.ts';
 import { authPlugin } from './http/auth.ts';
@@ -13,6 +14,7 @@ import { buildValidator } from './http/validation.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
 import { sessionsRoutes } from './modules/sessions/routes.ts';
+import { streamsRoutes } from './modules/streams/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -43,6 +45,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   // JSON only (and form bodies on /oauth/token): anything else is a 415.
   app.removeContentTypeParser('text/plain');
+  // An empty JSON body is no body at all (some clients send the header anyway).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') done(null, undefined);
+    else parseJson(request, body as string, done);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   app.addSchema(ProblemSchema);
@@ -58,12 +67,21 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
   });
-  // Routes that require a token say so in the OpenAPI document.
   app.addHook('onRoute', (route) => {
     const auth = route.config?.auth;
-    if (!auth || !route.schema) return;
+    if (!route.schema?.tags) return;
+    // An API route without query parameters takes none: an unknown one is a 400, not ignored.
+    if (!route.schema.querystring) {
+      const querystring = auth?.queryToken
+        ? Type.Object({ access_token: Type.Optional(Type.String()) }, { additionalProperties: false })
+        : Type.Object({}, { additionalProperties: false });
+      route.schema = { ...route.schema, querystring };
+    }
+    // Routes that require a token say so in the OpenAPI document.
+    if (!auth) return;
     const security: Record<string, string[]>[] = [];
-    if (auth.tenant) security.push({ tenantToken: [auth.tenant] });
+    if (auth.tenant)
+      security.push({ tenantToken: typeof auth.tenant === 'string' ? [auth.tenant] : [...auth.tenant] });
     if (auth.device) security.push({ deviceToken: [] });
     if (auth.operator) security.push({ operatorToken: [] });
     route.schema = { ...route.schema, security };
@@ -134,5 +152,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(authRoutes, { ctx });
   await app.register(sessionsRoutes, { ctx });
   await app.register(eventsRoutes, { ctx });
+  await app.register(streamsRoutes, { ctx });
   return app;
 }

@@ -17,6 +17,8 @@ export interface Config {
   sessionIdleTimeoutS: number;
   streamGraceS: number;
   heartbeatIntervalMs: number;
+  commandSweepIntervalMs: number;
+  wsMaxMessageBytes: number;
   accessTokenTtlS: number;
   deviceTokenTtlS: number;
   bodyLimitBytes: number;
@@ -75,6 +77,8 @@ export function loadConfig(env: Env = process.env): Config {
     sessionIdleTimeoutS: int(env, 'LIVELINE_SESSION_IDLE_TIMEOUT_S', 600, 1, 30 * 86400),
     streamGraceS: int(env, 'LIVELINE_STREAM_GRACE_S', 60, 1, 86400),
     heartbeatIntervalMs: int(env, 'LIVELINE_HEARTBEAT_INTERVAL_MS', 15000, 100, 600000),
+    commandSweepIntervalMs: int(env, 'LIVELINE_COMMAND_SWEEP_MS', 1000, 50, 60000),
+    wsMaxMessageBytes: int(env, 'LIVELINE_WS_MAX_MESSAGE_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     accessTokenTtlS: int(env, 'LIVELINE_ACCESS_TOKEN_TTL_S', 3600, 60, 86400),
     deviceTokenTtlS: int(env, 'LIVELINE_DEVICE_TOKEN_TTL_S', 86400, 60, 30 * 86400),
     bodyLimitBytes: int(env, 'LIVELINE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),

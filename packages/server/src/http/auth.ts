@@ -11,7 +11,8 @@ import { problems } from './problem.ts';
  */
 export interface AuthSpec {
   operator?: true;
-  tenant?: Scope;
+  /** The scope a tenant token needs; with a list, any one of them. */
+  tenant?: Scope | readonly Scope[];
   device?: true;
   /** Accept the token in `?access_token=` too (WebSocket upgrades, where browsers cannot set headers). */
   queryToken?: true;
@@ -58,8 +59,9 @@ export const authPlugin = fp(
       if (!principal) throw problems.unauthorized('The bearer token is invalid or expired.');
       if (principal.kind === 'tenant') {
         if (!spec.tenant) throw problems.forbidden('Tenant tokens cannot be used on this route.');
-        if (!principal.scopes.has(spec.tenant)) {
-          throw problems.forbidden(`This route needs the scope "${spec.tenant}".`);
+        const needed: readonly Scope[] = typeof spec.tenant === 'string' ? [spec.tenant] : spec.tenant;
+        if (!needed.some((s) => principal.scopes.has(s))) {
+          throw problems.forbidden(`This route needs the scope "${needed.join('" or "')}".`);
         }
         // A revoked client's tokens stop working at once.
         const client = await ctx.storage.db

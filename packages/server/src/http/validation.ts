@@ -93,3 +93,10 @@ export function validationProblem(errors: ErrorObject[], context: string) {
     : `The request ${where} is invalid.`;
   return problems.validation(detail, fieldErrors);
 }
+
+/**
+ * For routes whose handler validates the body itself (rules a JSON schema cannot state, or hot
+ * paths with their own compiled validators): the body schema then only documents the route.
+ */
+export const handlerValidatesBody: FastifySchemaCompiler<unknown> = (route) =>
+  route.httpPart === 'body' ? () => true : validatorCompiler(route);

@@ -16,7 +16,7 @@ export async function openStorage(
     ? await createPostgresStorage({ url: config.databaseUrl, schema: config.databaseSchema })
     : createSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   try {
-    await migrate(storage);
+    await migrate(storage, config.databaseUrl ? config.databaseSchema : undefined);
   } catch (err) {
     await storage.close();
     throw err;
@@ -24,8 +24,16 @@ export async function openStorage(
   return storage;
 }
 
-export async function migrate(storage: Storage): Promise<void> {
-  const migrator = new Migrator({ db: storage.db, provider: migrationProvider });
+/**
+ * Applies pending migrations. On PostgreSQL the migrator's own tables live in the deployment's
+ * schema: left to itself Kysely would look for them in any schema and skip creating its own.
+ */
+export async function migrate(storage: Storage, schema?: string): Promise<void> {
+  const migrator = new Migrator({
+    db: storage.db,
+    provider: migrationProvider,
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {

@@ -71,7 +71,13 @@ export async function startTestServer(
     ...env,
   });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const server = await startServer(config, { clock: options.clock, logger });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, { clock: options.clock, logger });
+  } catch (err) {
+    await store.destroy();
+    throw err;
+  }
   return {
     ...server,
     backend,

@@ -1,14 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ModuleOptions } from '../../context.ts';
-import { ProblemError, problems } from '../../http/problem.ts';
+import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
-import { validatorCompiler } from '../../http/validation.ts';
+import { handlerValidatesBody } from '../../http/validation.ts';
+import { ingestBatch } from './batch.ts';
 import { EventBatchSchema, EventSchema } from './event-types.ts';
 import { decodeCursor, encodeCursor, queryEvents } from './store.ts';
-import { validateEventBatch } from './validation.ts';
 
 const IngestResultSchema = Type.Object({
   accepted: Type.Integer({ description: 'Events stored by this request.' }),
@@ -17,17 +17,14 @@ const IngestResultSchema = Type.Object({
   }),
 });
 
-/**
- * The batch body is validated by `validateEventBatch` (per-type validators, all-or-nothing, paths
- * like `events[3].timestamp`); its schema is in the route for the OpenAPI document only.
- */
-const batchBodyCompiler: FastifySchemaCompiler<unknown> = (route) =>
-  route.httpPart === 'body' ? () => true : validatorCompiler(route);
+// The batch body is validated by `validateEventBatch` (per-type validators, all-or-nothing, paths
+// like `events[3].timestamp`); its schema is in the route for the OpenAPI document only.
+const batchBodyCompiler = handlerValidatesBody;
 
 /** Event ingestion (device or tenant) and the tenant's paged event query. */
 export const eventsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions, events, config, clock } = ctx;
+  const { sessions } = ctx;
 
   async function ingest(request: FastifyRequest, sessionId: string) {
     const principal = request.principal;
@@ -38,25 +35,7 @@ export const eventsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ct
           ? await sessions.findForTenant(principal.tenantId, sessionId)
           : null;
     if (!row) throw problems.notFound('session');
-    const checked = validateEventBatch(request.body, {
-      sessionId,
-      now: clock.now(),
-      maxEvents: config.maxEventsPerBatch,
-    });
-    if (!checked.ok) {
-      const first = checked.errors[0];
-      const detail = `The event batch was rejected, nothing was stored: ${first?.path ?? 'events'} ${first?.message ?? 'is invalid'}${checked.errors.length > 1 ? ` (and ${checked.errors.length - 1} more)` : ''}.`;
-      throw new ProblemError(400, checked.code, detail, checked.errors);
-    }
-    const source = principal?.kind === 'device' ? 'device' : 'tenant';
-    const result = await events.ingest(await sessions.eventTarget(row), checked.events, source);
-    // A SessionEnd from the device also ends the session (it is the session's end event).
-    const end = source === 'device' ? checked.events.find((e) => e.eventType === 'SessionEnd') : undefined;
-    if (end) {
-      const reason = typeof end.fields.reason === 'string' ? end.fields.reason : 'device';
-      await sessions.end(row, reason, { emit: false });
-    }
-    return result;
+    return ingestBatch(ctx, row, request.body, principal?.kind === 'device' ? 'device' : 'tenant');
   }
 
   const ingestSchema = (params: ReturnType<typeof Type.Object>) => ({

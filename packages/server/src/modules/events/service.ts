@@ -68,9 +68,12 @@ export class EventsService {
     return result;
   }
 
-  /** Stores an event the server emits itself (server time, server id). Returns it as stored. */
-  async emit(target: EventTarget, eventType: string, fields: Record<string, unknown>) {
-    const event: ValidEvent = { id: uuidv7(), eventType, timestamp: this.clock.now(), fields };
+  /**
+   * Stores an event the server emits itself (server id; server time unless the fact it reports
+   * has its own time). Returns it as stored.
+   */
+  async emit(target: EventTarget, eventType: string, fields: Record<string, unknown>, at?: number) {
+    const event: ValidEvent = { id: uuidv7(), eventType, timestamp: at ?? this.clock.now(), fields };
     await this.ingest(target, [event], 'server');
     return eventBody(target, event);
   }

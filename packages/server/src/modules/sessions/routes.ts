@@ -10,7 +10,7 @@ import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
 import { sessionEventBodies } from '../events/store.ts';
-import { CohortId, DeviceInfo, MinutesBody, MinutesQuery, SessionSchema } from './schemas.ts';
+import { CohortId, DeviceInfo, ListQuery, MinutesBody, SessionSchema } from './schemas.ts';
 
 const DEFAULT_MINUTES = 5;
 const UNPAGINATED_PAGE_SIZE = 1000;
@@ -21,10 +21,6 @@ const PageParams = Type.Object({ pageNumber: Type.Integer({ minimum: 1 }) }, { a
 const CohortParams = Type.Object({ TenantCohortId: CohortId }, { additionalProperties: false });
 const CohortPageParams = Type.Object(
   { TenantCohortId: CohortId, pageNumber: Type.Integer({ minimum: 1 }) },
-  { additionalProperties: false },
-);
-const PageSizeOnly = Type.Object(
-  { pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) },
   { additionalProperties: false },
 );
 const SessionList = envelopeSchema('sessions', Type.Ref('Session'));
@@ -169,7 +165,13 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
           tags: ['sessions'],
           summary,
           ...(params ? { params } : {}),
-          querystring: active ? MinutesQuery : PageSizeOnly,
+          querystring: active
+            ? params && 'pageNumber' in params.properties
+              ? ListQuery.activePaged
+              : ListQuery.active
+            : params && 'pageNumber' in params.properties
+              ? ListQuery.allPaged
+              : ListQuery.all,
           response: { 200: SessionList, ...problemResponses(400, 401, 403, 413, 429) },
         },
       },

@@ -147,7 +147,12 @@ export class SessionsService {
 
   private async emitSessionEnd(row: SessionRow) {
     const duration = Math.max(0, Math.round(((row.ended_at ?? row.last_seen_at) - row.started_at) / 1000));
-    await this.events.emit(await this.eventTarget(row), 'SessionEnd', { duration, reason: row.end_reason });
+    await this.events.emit(
+      await this.eventTarget(row),
+      'SessionEnd',
+      { duration, reason: row.end_reason },
+      row.ended_at ?? undefined,
+    );
   }
 
   list(filter: store.SessionFilter, page: PageRequest) {
