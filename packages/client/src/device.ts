@@ -2,6 +2,7 @@ import { backoffDelay, type RetryOptions } from './backoff.ts';
 import { Emitter } from './emitter.ts';
 import type { ClientEvent, StampedEvent } from './events.ts';
 import { type Clock, HttpClient, LivelineError, systemClock } from './http.ts';
+import { type EventRejection, refusedEvents } from './refusals.ts';
 import type { EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
 import { SDK_VERSION } from './version.ts';
 
@@ -34,7 +35,7 @@ export interface DeviceStats {
   duplicates: number;
   /** Events dropped because the buffer was full. */
   dropped: number;
-  /** Events in batches the server refused permanently (a 4xx). */
+  /** Events the server refused permanently (a 4xx): bad events of a batch, or whole batches. */
   rejected: number;
   /** Events waiting in the buffer, including a batch in flight. */
   buffered: number;
@@ -44,8 +45,13 @@ export interface DeviceStats {
 
 export interface DeviceErrorEvent {
   error: LivelineError;
-  /** The batch the server refused and the SDK dropped; empty when nothing was dropped (401/403). */
+  /**
+   * The events the SDK dropped, in order: only the bad ones when the server named each of them (the
+   * rest of the batch is resent), else the whole batch. Empty when nothing was dropped (401/403).
+   */
   rejectedEvents: StampedEvent[];
+  /** `rejectedEvents` again, each with the server's complaints about it (paths relative to the event). */
+  rejections: EventRejection[];
 }
 
 /** What `device.on()` can listen to. The realtime channel will add its events (commands, text) here. */
@@ -81,7 +87,9 @@ const MAX_TIMER_MS = 2_147_483_647;
  *
  * Events go into an in-memory buffer and leave it in order, one batch in flight at a time. A batch
  * that fails in a retryable way is resent unchanged (same ids, so the server deduplicates) until it
- * succeeds; a batch the server refuses (4xx) is dropped and reported through `on('error')`.
+ * succeeds. When the server refuses a batch (4xx), the events it names are dropped and the rest of the
+ * batch is resent; when it names none (or blames the batch as a whole), the whole batch is dropped.
+ * Dropped events are reported through `on('error')`.
  */
 export class LivelineDevice {
   private readonly http: HttpClient;
@@ -98,7 +106,10 @@ export class LivelineDevice {
   private current: SessionInfo | null = null;
   private starting = false;
   private buffer: Buffered[] = [];
-  /** The first `inFlight` buffered events are the batch being sent; overflow never drops them. */
+  /**
+   * The first `inFlight` buffered events are the batch being sent (and what is left of it after a
+   * partial refusal or a 413); overflow never drops them.
+   */
   private inFlight = 0;
   private lastSeq = 0;
   /** Partial batches are sent while the oldest buffered event has `seq <= drainThrough`. */
@@ -285,34 +296,57 @@ export class LivelineDevice {
   /** Sends batches in order, one at a time: full ones always, partial ones while a drain is asked for. */
   private async pump(): Promise<void> {
     let size = this.batchSize;
+    /**
+     * How many events at the front of the buffer are left of a batch the server refused in part or
+     * found too large (413). They are sent next, at once and without newer events.
+     */
+    let owed = 0;
     try {
       while (this.current && !this.haltedBy && !this.closing.signal.aborted && this.buffer.length > 0) {
-        if (this.buffer[0].seq > this.drainThrough && this.buffer.length < this.batchSize) break;
-        const batch = this.buffer.slice(0, size).map(({ event }) => event);
-        this.inFlight = batch.length;
+        if (owed === 0 && this.buffer[0].seq > this.drainThrough && this.buffer.length < this.batchSize) {
+          break;
+        }
+        const batch = this.buffer.slice(0, owed > 0 ? Math.min(size, owed) : size).map(({ event }) => event);
+        this.inFlight = Math.max(batch.length, owed);
         const outcome = await this.sendBatch(this.current.sessionId, batch);
-        this.inFlight = 0;
         // After close() the buffer is left exactly as pendingEvents() showed it.
         if (outcome.kind === 'closed') return;
+        if (outcome.kind === 'halted') {
+          this.haltedBy = outcome.error;
+          this.inFlight = 0;
+          this.emitter.emit('error', { error: outcome.error, rejectedEvents: [], rejections: [] });
+          this.settleWaiters(outcome.error);
+          return;
+        }
+        owed = Math.max(owed, batch.length);
         if (outcome.kind === 'tooLarge') {
           size = Math.ceil(batch.length / 2);
           continue;
         }
-        if (outcome.kind === 'halted') {
-          this.haltedBy = outcome.error;
-          this.emitter.emit('error', { error: outcome.error, rejectedEvents: [] });
-          this.settleWaiters(outcome.error);
-          return;
+        if (outcome.kind === 'sent') {
+          this.buffer.splice(0, batch.length);
+          owed -= batch.length;
+          this.inFlight = owed;
+        } else {
+          // Each pass drops at least one event, so resending the rest cannot loop forever.
+          const refused = refusedEvents(outcome.error, batch.length);
+          const rejections = [...refused].map(([index, errors]) => ({ event: batch[index], errors }));
+          this.buffer = this.buffer.filter((_, index) => index >= batch.length || !refused.has(index));
+          owed -= refused.size;
+          this.inFlight = owed;
+          this.counters.rejected += refused.size;
+          // Emitted once the buffer is consistent: a listener may call track(), flush() or close().
+          this.emitter.emit('error', {
+            error: outcome.error,
+            rejectedEvents: rejections.map(({ event }) => event),
+            rejections,
+          });
         }
-        this.buffer.splice(0, batch.length);
-        size = this.batchSize;
-        if (outcome.kind === 'rejected') {
-          this.counters.rejected += batch.length;
-          this.emitter.emit('error', { error: outcome.error, rejectedEvents: batch });
-        }
+        if (owed === 0) size = this.batchSize;
         this.settleWaiters();
       }
     } finally {
+      this.inFlight = 0;
       this.pumping = false;
     }
     this.armTimer();

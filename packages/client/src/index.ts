@@ -36,5 +36,6 @@ export {
   parseRetryAfter,
   systemClock,
 } from './http.ts';
+export type { EventRejection } from './refusals.ts';
 export type { DeviceInfo, EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
 export { SDK_VERSION } from './version.ts';

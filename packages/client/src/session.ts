@@ -33,6 +33,8 @@ export interface Session {
   startedAt: number;
   lastSeenAt: number;
   endedAt: number | null;
+  /** `device` (ended through `/end`), `idle` (ended by the server), or the `reason` of a `SessionEnd` event. */
+  endReason: string | null;
   stream: {
     state: 'idle' | 'starting' | 'streaming' | 'stopping';
     streamingSessionId: string | null;

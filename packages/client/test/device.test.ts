@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  type ClientEvent,
   type DeviceErrorEvent,
   LivelineDevice,
   type LivelineDeviceOptions,
@@ -48,6 +49,11 @@ async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void
 
 function custom(label: string) {
   return { eventType: 'Custom', custom01: label } as const;
+}
+
+/** An event the SDK's types would refuse, as an app built without them could send it. */
+function untyped(event: Record<string, unknown>): ClientEvent {
+  return event as unknown as ClientEvent;
 }
 
 function labelsOf(events: readonly object[]): unknown[] {
@@ -253,7 +259,7 @@ describe('retries', () => {
 });
 
 describe('refusals', () => {
-  it('drops only a batch refused with 400, and reports it', async () => {
+  it('drops a whole batch refused with a 400 that blames the batch, and reports it', async () => {
     const d = device({ batchSize: 2 });
     const { sessionId } = await d.startSession();
     const errors: DeviceErrorEvent[] = [];
@@ -264,26 +270,31 @@ describe('refusals', () => {
         type: 'about:blank',
         title: 'Bad Request',
         status: 400,
-        detail: 'events[1].custom01 is too long',
+        detail: 'events must contain at most 1 events',
         code: 'validation_failed',
-        errors: [{ path: 'events[1].custom01', message: 'must be at most 1024 characters' }],
+        errors: [{ path: 'events', message: 'must contain at most 1 events' }],
       },
     });
     const ids = ['1', '2', '3', '4', '5', '6'].map((label) => d.track(custom(label)).id);
 
     await d.flush();
 
+    expect(fake.batches()).toEqual([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
     expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[1], ids[4], ids[5]]);
     expect(d.stats()).toMatchObject({ sent: 4, rejected: 2, retries: 0, buffered: 0 });
     expect(errors).toHaveLength(1);
     expect(errors[0].error).toMatchObject({
       status: 400,
       code: 'validation_failed',
-      detail: 'events[1].custom01 is too long',
-      errors: [{ path: 'events[1].custom01', message: 'must be at most 1024 characters' }],
+      detail: 'events must contain at most 1 events',
+      errors: [{ path: 'events', message: 'must contain at most 1 events' }],
       retryable: false,
     });
     expect(errors[0].rejectedEvents.map((event) => event.id)).toEqual([ids[2], ids[3]]);
+    expect(errors[0].rejections).toEqual([
+      { event: errors[0].rejectedEvents[0], errors: [] },
+      { event: errors[0].rejectedEvents[1], errors: [] },
+    ]);
   });
 
   it('splits a batch refused with 413 instead of dropping it', async () => {
@@ -297,6 +308,20 @@ describe('refusals', () => {
     expect(fake.batches()).toEqual([ids, ids.slice(0, 2), ids.slice(2)]);
     expect(fake.storedIds(sessionId)).toEqual(ids);
     expect(d.stats()).toMatchObject({ sent: 4, rejected: 0 });
+  });
+
+  it('sends both halves of a batch split after a 413 at once, without newer events', async () => {
+    const d = device({ batchSize: 4 });
+    const { sessionId } = await d.startSession();
+    fake.failNext({ status: 413, code: 'payload_too_large' });
+    const ids = ['1', '2', '3', '4'].map((label) => d.track(custom(label)).id); // full: sent at once
+    ids.push(d.track(custom('5')).id);
+
+    await waitFor(() => d.stats().sent === 4);
+
+    expect(fake.batches()).toEqual([ids.slice(0, 4), ids.slice(0, 2), ids.slice(2, 4)]);
+    expect(fake.storedIds(sessionId)).toEqual(ids.slice(0, 4));
+    expect(d.stats()).toMatchObject({ buffered: 1 });
   });
 
   it('pauses on 401 keeping the events, and resumes after setToken()', async () => {
@@ -316,6 +341,265 @@ describe('refusals', () => {
     d.setToken('rotated-token');
     await d.flush();
     expect(fake.storedIds(sessionId)).toEqual(ids);
+  });
+});
+
+describe('partial resend', () => {
+  it('drops only the invalid event of a refused batch and resends the rest at once, same ids', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    const a = d.track(custom('a'));
+    const bad = d.track({ eventType: 'Health', fps: 72, cpuUsage: 140 });
+    const c = d.track({ eventType: 'Progression', progressionStatus: 'Start', progression01: 'level-1' });
+
+    await d.flush();
+
+    expect(fake.batches()).toEqual([
+      [a.id, bad.id, c.id],
+      [a.id, c.id],
+    ]);
+    expect(fake.eventRequests()[1].body).toEqual({ events: [a, c] });
+    expect(fake.storedIds(sessionId)).toEqual([a.id, c.id]);
+    expect(d.stats()).toEqual({ sent: 2, duplicates: 0, dropped: 0, rejected: 1, buffered: 0, retries: 0 });
+    expect(errors).toHaveLength(1);
+    expect(errors[0].error).toMatchObject({
+      status: 400,
+      code: 'validation_failed',
+      errors: [{ path: 'events[1].cpuUsage', message: 'must be <= 100' }],
+    });
+    expect(errors[0].rejectedEvents).toEqual([bad]);
+    expect(errors[0].rejections).toEqual([
+      { event: bad, errors: [{ path: 'cpuUsage', message: 'must be <= 100' }] },
+    ]);
+  });
+
+  it('resends the rest of a full batch at once, without waiting for a flush or newer events', async () => {
+    const d = device({ batchSize: 3 });
+    const { sessionId } = await d.startSession();
+    const ids = [
+      d.track(custom('a')).id,
+      d.track(untyped({ eventType: 'Custom', custom01: 'b', custom11: 'x' })).id,
+      d.track(custom('c')).id,
+    ];
+
+    await waitFor(() => d.stats().sent === 2);
+    d.track(custom('d')); // waits for its own batch: it is not tacked onto the resend
+
+    expect(fake.batches()).toEqual([ids, [ids[0], ids[2]]]);
+    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[2]]);
+    expect(d.stats()).toMatchObject({ sent: 2, rejected: 1, buffered: 1 });
+  });
+
+  it('reports every complaint about an event, relative to the event, and unknown types too', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    const good = d.track(custom('good'));
+    const twoFaults = d.track({ eventType: 'Health', cpuUsage: 140, batteryLevel: -1 });
+    const unknown = d.track(untyped({ eventType: 'Teleport' }));
+    const stale = d.track({ ...custom('old'), timestamp: 946_684_799_999 });
+
+    await d.flush();
+
+    expect(fake.storedIds(sessionId)).toEqual([good.id]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0].error.errors.map((error) => error.path)).toEqual([
+      'events[1].cpuUsage',
+      'events[1].batteryLevel',
+      'events[2].eventType',
+      'events[3].timestamp',
+    ]);
+    expect(errors[0].rejections.map(({ event, errors }) => [event.id, errors.map((e) => e.path)])).toEqual([
+      [twoFaults.id, ['cpuUsage', 'batteryLevel']],
+      [unknown.id, ['eventType']],
+      [stale.id, ['timestamp']],
+    ]);
+    expect(d.stats()).toMatchObject({ sent: 1, rejected: 3 });
+  });
+
+  it('answers unknown_event_type alone with a partial resend as well', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    const unknown = d.track(untyped({ eventType: 'Teleport' }));
+    const good = d.track(custom('good'));
+
+    await d.flush();
+
+    expect(errors[0].error.code).toBe('unknown_event_type');
+    expect(errors[0].rejectedEvents).toEqual([unknown]);
+    expect(fake.storedIds(sessionId)).toEqual([good.id]);
+  });
+
+  it('drops the whole batch when any error path is not event-specific', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    const refusal = (errorList: { path: string; message: string }[] | undefined) => ({
+      status: 400,
+      body: {
+        status: 400,
+        code: 'validation_failed',
+        detail: 'no',
+        ...(errorList ? { errors: errorList } : {}),
+      },
+    });
+    fake.failNext(
+      refusal([
+        { path: 'events[0].timestamp', message: 'bad' },
+        { path: 'events', message: 'bad' },
+      ]),
+      refusal([{ path: '', message: 'must be an object' }]),
+      refusal(undefined),
+      refusal([{ path: 'events[2].id', message: 'beyond the batch' }]),
+      refusal([{ path: 'events[0]x', message: 'not an event path' }]),
+      {
+        status: 422,
+        body: { status: 422, code: 'unprocessable', errors: [{ path: 'events[0]', message: 'bad' }] },
+      },
+    );
+    for (let round = 0; round < 6; round++) {
+      d.track(custom(`${round}-a`));
+      d.track(custom(`${round}-b`));
+      await d.flush();
+    }
+
+    expect(fake.batches()).toHaveLength(6);
+    expect(fake.storedIds(sessionId)).toEqual([]);
+    expect(d.stats()).toMatchObject({ sent: 0, rejected: 12, buffered: 0 });
+    expect(errors.map((error) => error.rejectedEvents.length)).toEqual([2, 2, 2, 2, 2, 2]);
+    // The event-specific complaints are still handed out per event.
+    expect(errors[0].rejections.map((rejection) => rejection.errors)).toEqual([
+      [{ path: 'timestamp', message: 'bad' }],
+      [],
+    ]);
+  });
+
+  it('drops everything and resends nothing when every event is invalid', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    d.track({ eventType: 'Health', cpuUsage: 101 });
+    d.track({ eventType: 'Health', batteryLevel: 101 });
+
+    await d.flush();
+
+    expect(fake.batches()).toHaveLength(1);
+    expect(fake.storedIds(sessionId)).toEqual([]);
+    expect(d.stats()).toMatchObject({ sent: 0, rejected: 2, buffered: 0 });
+  });
+
+  it('handles a resend refused again the same way, pass after pass, until the rest is accepted', async () => {
+    fake.maxReportedErrors = 2; // like the real server's cap of 50: the first answer names only some
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    const events = ['ok', 'bad', 'bad', 'ok', 'bad', 'bad', 'bad', 'ok'].map((kind) =>
+      kind === 'ok' ? d.track(custom(kind)) : d.track({ eventType: 'Health', cpuUsage: 200 }),
+    );
+    const ids = events.map((event) => event.id);
+
+    await d.flush();
+
+    expect(fake.batches()).toEqual([
+      ids,
+      [ids[0], ids[3], ids[4], ids[5], ids[6], ids[7]],
+      [ids[0], ids[3], ids[6], ids[7]],
+      [ids[0], ids[3], ids[7]],
+    ]);
+    expect(errors.map((error) => error.rejectedEvents.map((event) => event.id))).toEqual([
+      [ids[1], ids[2]],
+      [ids[4], ids[5]],
+      [ids[6]],
+    ]);
+    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[3], ids[7]]);
+    expect(d.stats()).toMatchObject({ sent: 3, rejected: 5, buffered: 0, retries: 0 });
+  });
+
+  it('drops the rest when a resend is refused as a whole, and retries a resend after a 503', async () => {
+    const d = device();
+    const { sessionId } = await d.startSession();
+    const errors: DeviceErrorEvent[] = [];
+    d.on('error', (event) => errors.push(event));
+    fake.failNext('pass', { status: 503, code: 'unavailable' }, 'pass', 'pass', {
+      status: 400,
+      body: { status: 400, code: 'validation_failed', errors: [{ path: 'events', message: 'no' }] },
+    });
+    const first = [
+      d.track(custom('1')),
+      d.track({ eventType: 'Health', cpuUsage: 101 }),
+      d.track(custom('3')),
+    ];
+    await d.flush();
+    const second = [
+      d.track(custom('4')),
+      d.track({ eventType: 'Health', cpuUsage: 101 }),
+      d.track(custom('6')),
+    ];
+    await d.flush();
+
+    expect(fake.batches()).toEqual([
+      first.map((event) => event.id),
+      [first[0].id, first[2].id], // 503
+      [first[0].id, first[2].id], // stored
+      second.map((event) => event.id),
+      [second[0].id, second[2].id], // refused whole
+    ]);
+    expect(fake.storedIds(sessionId)).toEqual([first[0].id, first[2].id]);
+    expect(errors.map((error) => error.rejectedEvents)).toEqual([
+      [first[1]],
+      [second[1]],
+      [second[0], second[2]],
+    ]);
+    expect(d.stats()).toMatchObject({ sent: 2, rejected: 4, retries: 1, buffered: 0 });
+  });
+
+  it('keeps later batches in order behind a partial resend', async () => {
+    const d = device({ batchSize: 2 });
+    const { sessionId } = await d.startSession();
+    const events = [
+      d.track({ eventType: 'Health', cpuUsage: 101 }),
+      d.track(custom('2')),
+      d.track(custom('3')),
+      d.track(custom('4')),
+      d.track(custom('5')),
+    ];
+    await d.flush();
+
+    expect(fake.batches()).toEqual([
+      [events[0].id, events[1].id],
+      [events[1].id],
+      [events[2].id, events[3].id],
+      [events[4].id],
+    ]);
+    expect(fake.storedIds(sessionId)).toEqual(events.slice(1).map((event) => event.id));
+  });
+
+  it('keeps the rest of a batch when a listener tracks enough events to overflow the buffer', async () => {
+    const d = device({ batchSize: 3, maxBufferedEvents: 3 });
+    const { sessionId } = await d.startSession();
+    const late: string[] = [];
+    d.on('error', () => {
+      for (const label of ['x', 'y', 'z']) late.push(d.track(custom(label)).id);
+    });
+    const events = [
+      d.track(custom('a')),
+      d.track({ eventType: 'Health', cpuUsage: 101 }),
+      d.track(custom('c')),
+    ];
+    await d.flush();
+
+    // The buffer held the 2 events left of the batch and 1 more: x and y were dropped, not a or c.
+    expect(fake.batches()).toEqual([events.map((event) => event.id), [events[0].id, events[2].id]]);
+    expect(d.pendingEvents().map((event) => event.id)).toEqual([late[2]]);
+    expect(d.stats()).toMatchObject({ sent: 2, rejected: 1, dropped: 2, buffered: 1 });
+    await d.flush();
+    expect(fake.storedIds(sessionId)).toEqual([events[0].id, events[2].id, late[2]]);
   });
 });
 

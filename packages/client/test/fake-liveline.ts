@@ -29,17 +29,21 @@ interface StoredSession {
   device: unknown;
   startedAt: number;
   endedAt: number | null;
+  endReason: string | null;
   eventIds: Set<string>;
   events: { id: string }[];
 }
 
 /**
- * Plays liveline's device endpoints over real HTTP: it starts sessions, stores events with id dedupe
- * and ends sessions, recording every request. It can be scripted to fail, be stopped and restarted on
- * the same port, and checks the bearer token.
+ * Plays liveline's device endpoints over real HTTP: it starts sessions, validates event batches like the
+ * real server (all-or-nothing, 400 with paths such as `events[3].timestamp`), stores events with id
+ * dedupe and ends sessions, recording every request. It can be scripted to fail, be stopped and
+ * restarted on the same port, and checks the bearer token.
  */
 export class FakeLiveline {
   token = 'device-token';
+  /** How many `errors` a refused batch reports at most; the real server reports 50. */
+  maxReportedErrors = 50;
   readonly requests: RecordedRequest[] = [];
   readonly sessions = new Map<string, StoredSession>();
   private readonly script: Scripted[] = [];
@@ -157,6 +161,7 @@ export class FakeLiveline {
         device: body.device ?? {},
         startedAt: Date.now(),
         endedAt: null,
+        endReason: null,
         eventIds: new Set(),
         events: [],
       });
@@ -167,16 +172,18 @@ export class FakeLiveline {
     const session = match ? this.sessions.get(decodeURIComponent(match[1])) : undefined;
     if (method !== 'POST' || !match || !session) return [404, problem(404, 'not_found')];
     if (match[2] === 'end') {
-      session.endedAt ??= Date.now();
+      if (session.endedAt === null) {
+        session.endedAt = Date.now();
+        session.endReason = 'device';
+      }
       return [200, sessionObject(session)];
     }
-    const events = body.events;
-    if (!Array.isArray(events) || events.length < 1 || events.length > 1000) {
-      return [
-        400,
-        problem(400, 'validation_failed', [{ path: 'events', message: 'must hold 1–1000 events' }]),
-      ];
+    const checked = validateBatch(body, session.sessionId, this.maxReportedErrors);
+    if (checked.errors.length > 0) {
+      const detail = `The event batch was rejected, nothing was stored: ${checked.errors[0].path} ${checked.errors[0].message}.`;
+      return [400, { ...problem(400, checked.code, checked.errors), detail }];
     }
+    const events = body.events as { id: string }[];
     let duplicates = 0;
     for (const event of events as { id: string }[]) {
       if (session.eventIds.has(event.id)) {
@@ -216,6 +223,7 @@ function sessionObject(session: StoredSession) {
     startedAt: session.startedAt,
     lastSeenAt: Date.now(),
     endedAt: session.endedAt,
+    endReason: session.endReason,
     stream: { state: 'idle', streamingSessionId: null, resolution: null, aspectratio: null, startedAt: null },
     recording: { state: 'idle', recordingId: null, startedAt: null },
   };
@@ -230,4 +238,176 @@ function sendJson(
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(text);
+}
+
+type Check = (value: unknown) => string | undefined;
+
+const text =
+  (max = 1024, min = 0): Check =>
+  (value) => {
+    if (typeof value !== 'string') return 'must be string';
+    if (value.length > max) return `must NOT have more than ${max} characters`;
+    if (value.length < min) return `must NOT have fewer than ${min} characters`;
+    return undefined;
+  };
+
+const numeric =
+  (options: { min?: number; max?: number; integer?: boolean; exclusiveMin?: boolean } = {}): Check =>
+  (value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      return options.integer ? 'must be integer' : 'must be number';
+    }
+    if (options.integer && !Number.isInteger(value)) return 'must be integer';
+    if (options.min !== undefined && (options.exclusiveMin ? value <= options.min : value < options.min)) {
+      return `must be ${options.exclusiveMin ? '>' : '>='} ${options.min}`;
+    }
+    if (options.max !== undefined && value > options.max) return `must be <= ${options.max}`;
+    return undefined;
+  };
+
+const oneOf =
+  (...allowed: string[]): Check =>
+  (value) =>
+    typeof value === 'string' && allowed.includes(value)
+      ? undefined
+      : `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+
+/** Each client event type's own fields (CONTRACT §5): required ones, and a check per field. */
+const EVENT_TYPES: Record<string, { required: string[]; fields: Record<string, Check> }> = {
+  Custom: {
+    required: [],
+    fields: Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`custom${String(i + 1).padStart(2, '0')}`, text()]),
+    ),
+  },
+  Health: {
+    required: [],
+    fields: {
+      fps: numeric({ min: 0 }),
+      cpuUsage: numeric({ min: 0, max: 100 }),
+      batteryLevel: numeric({ min: 0, max: 100 }),
+      memoryUsage: numeric({ min: 0 }),
+      errorCount: numeric({ min: 0, integer: true }),
+    },
+  },
+  Progression: {
+    required: ['progressionStatus', 'progression01'],
+    fields: {
+      progressionStatus: oneOf('Start', 'Fail', 'Complete'),
+      progression01: text(1024, 1),
+      progression02: text(),
+      progression03: text(),
+      score: numeric({ integer: true }),
+    },
+  },
+  Business: {
+    required: ['amount', 'currency', 'itemType', 'itemId'],
+    fields: {
+      amount: numeric({ integer: true }),
+      currency: text(3, 3),
+      itemType: text(1024, 1),
+      itemId: text(1024, 1),
+      cartType: text(),
+    },
+  },
+  Resource: {
+    required: ['flowType', 'currency', 'amount', 'itemType', 'itemId'],
+    fields: {
+      flowType: oneOf('Sink', 'Source'),
+      currency: text(1024, 1),
+      amount: numeric({ min: 0, exclusiveMin: true }),
+      itemType: text(1024, 1),
+      itemId: text(1024, 1),
+    },
+  },
+  Design: { required: ['eventId'], fields: { eventId: text(259, 1), value: numeric() } },
+  Error: {
+    required: ['severity', 'message'],
+    fields: {
+      severity: oneOf('Critical', 'Error', 'Warning', 'Information', 'Debug'),
+      message: text(8192, 1),
+    },
+  },
+  Impression: {
+    required: ['adNetwork'],
+    fields: { adNetwork: text(1024, 1), adType: text(), adPlacement: text(), adId: text() },
+  },
+  Screenshot: {
+    required: [],
+    fields: {
+      imageUrl: text(),
+      imageId: text(),
+      width: numeric({ min: 0, integer: true }),
+      height: numeric({ min: 0, integer: true }),
+      streamingSessionId: text(),
+    },
+  },
+  SessionEnd: { required: [], fields: { duration: numeric({ min: 0 }), reason: text() } },
+};
+const SERVER_EVENT_TYPES = ['StreamStarted', 'StreamStopped', 'RecordingStarted', 'RecordingStopped'];
+const MIN_TIMESTAMP = 946_684_800_000;
+const MAX_FUTURE_MS = 24 * 3600_000;
+
+interface BatchCheck {
+  errors: { path: string; message: string }[];
+  code: 'validation_failed' | 'unknown_event_type';
+}
+
+/**
+ * The real server's batch validation, in small: all-or-nothing, every problem reported (up to
+ * `maxErrors`) with a path into the body, `unknown_event_type` when unknown types are the only problem.
+ */
+function validateBatch(body: Record<string, unknown>, sessionId: string, maxErrors: number): BatchCheck {
+  const errors: BatchCheck['errors'] = [];
+  let onlyUnknownTypes = true;
+  const add = (path: string, message: string, unknownType = false) => {
+    if (!unknownType) onlyUnknownTypes = false;
+    if (errors.length < maxErrors) errors.push({ path, message });
+  };
+  const result = (): BatchCheck => ({
+    errors,
+    code: onlyUnknownTypes && errors.length > 0 ? 'unknown_event_type' : 'validation_failed',
+  });
+  for (const key of Object.keys(body)) if (key !== 'events') add(key, 'is not an allowed field');
+  const events = body.events;
+  if (!Array.isArray(events) || events.length < 1 || events.length > 1000) {
+    add('events', 'must be an array of 1 to 1000 events');
+    return result();
+  }
+  for (const [i, event] of events.entries()) {
+    if (!onlyUnknownTypes && errors.length >= maxErrors) break;
+    const at = `events[${i}]`;
+    if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+      add(at, 'must be an object');
+      continue;
+    }
+    const ev = event as Record<string, unknown>;
+    const type = typeof ev.eventType === 'string' ? ev.eventType : undefined;
+    const spec = type === undefined ? undefined : EVENT_TYPES[type];
+    if (type === undefined)
+      add(`${at}.eventType`, ev.eventType === undefined ? 'is required' : 'must be string');
+    else if (SERVER_EVENT_TYPES.includes(type)) {
+      add(`${at}.eventType`, `"${type}" is emitted by the server only and cannot be sent by a client`);
+    } else if (!spec) add(`${at}.eventType`, `${JSON.stringify(type)} is not a known event type`, true);
+    const common: Record<string, Check> = {
+      id: text(128, 1),
+      timestamp: numeric({ min: MIN_TIMESTAMP, max: Date.now() + MAX_FUTURE_MS, integer: true }),
+    };
+    for (const field of ['id', 'timestamp']) {
+      const problem = field in ev ? common[field](ev[field]) : 'is required';
+      if (problem) add(`${at}.${field}`, problem);
+    }
+    if (ev.sessionId !== undefined && ev.sessionId !== sessionId) {
+      add(`${at}.sessionId`, 'must equal the session id of the request path');
+    }
+    if (!spec) continue;
+    for (const field of spec.required) if (!(field in ev)) add(`${at}.${field}`, 'is required');
+    for (const [field, value] of Object.entries(ev)) {
+      if (field === 'id' || field === 'eventType' || field === 'timestamp' || field === 'sessionId') continue;
+      const check = spec.fields[field];
+      const problem = check ? check(value) : 'is not an allowed field';
+      if (problem) add(`${at}.${field}`, problem);
+    }
+  }
+  return result();
 }

@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { uuidv7 } from 'uuidv7';
@@ -12,7 +13,9 @@ import { problems } from './http/problem.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { buildValidator } from './http/validation.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { commandsRoutes } from './modules/commands/routes.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
+import { realtimeRoutes } from './modules/realtime/routes.ts';
 import { sessionsRoutes } from './modules/sessions/routes.ts';
 import { streamsRoutes } from './modules/streams/routes.ts';
 
@@ -117,7 +120,17 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
   });
 
+  // Before auth: its onRequest hook marks upgrade requests, so a refused upgrade's socket is destroyed.
+  await app.register(websocket, {
+    options: { maxPayload: config.wsMaxMessageBytes },
+    // On shutdown every device socket closes with 1012 (service restart): devices reconnect elsewhere.
+    preClose: (done) => {
+      for (const client of app.websocketServer.clients) client.close(1012, 'server restarting');
+      app.websocketServer.close(() => done());
+    },
+  });
   await app.register(authPlugin, { ctx });
+
   await app.register(metricsPlugin, { metrics: ctx.metrics });
   await app.register(rateLimit, {
     global: true,
@@ -153,5 +166,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(sessionsRoutes, { ctx });
   await app.register(eventsRoutes, { ctx });
   await app.register(streamsRoutes, { ctx });
+  await app.register(commandsRoutes, { ctx });
+  await app.register(realtimeRoutes, { ctx });
   return app;
 }

@@ -5,8 +5,10 @@ import type { Config } from './config.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { OperatorToken } from './modules/auth/operator.ts';
 import type { TokenService } from './modules/auth/tokens.ts';
+import type { CommandsService } from './modules/commands/service.ts';
 import type { EventsService } from './modules/events/service.ts';
 import type { SessionsService } from './modules/sessions/service.ts';
+import type { StreamsService } from './modules/streams/service.ts';
 import type { Signals } from './signals.ts';
 import type { Storage } from './storage/index.ts';
 
@@ -25,6 +27,8 @@ export interface AppContext {
   signals: Signals;
   events: EventsService;
   sessions: SessionsService;
+  streams: StreamsService;
+  commands: CommandsService;
 }
 
 /** Options every module plugin receives. */

@@ -9,8 +9,10 @@ import { createMetrics } from './http/metrics.ts';
 import { loadServerKeys } from './modules/auth/keys.ts';
 import { resolveOperatorToken } from './modules/auth/operator.ts';
 import { TokenService } from './modules/auth/tokens.ts';
+import { CommandsService } from './modules/commands/service.ts';
 import { EventsService } from './modules/events/service.ts';
 import { SessionsService } from './modules/sessions/service.ts';
+import { StreamsService } from './modules/streams/service.ts';
 import { Signals } from './signals.ts';
 import { openStorage } from './storage/index.ts';
 
@@ -69,6 +71,8 @@ export async function startServer(
       signals,
       events,
       sessions,
+      streams: new StreamsService(storage, clock, sessions, events, signals),
+      commands: new CommandsService(storage, clock, bus, signals),
     };
     const app = await buildApp(ctx);
     app.addHook('onClose', async () => {

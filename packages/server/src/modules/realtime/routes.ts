@@ -1,0 +1,46 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import type { RawData } from 'ws';
+import type { ModuleOptions } from '../../context.ts';
+import { deviceOf } from '../../http/auth.ts';
+import { Uuid } from '../../http/schemas.ts';
+import { RealtimeHub } from './hub.ts';
+import { CLOSE } from './protocol.ts';
+
+/** The device's WebSocket channel: GET /client/v1/sessions/{sessionId}/realtime. */
+export const realtimeRoutes: FastifyPluginAsync<ModuleOptions> = async (app, { ctx }) => {
+  const hub = new RealtimeHub(ctx, app.log);
+  app.addHook('onReady', async () => hub.start());
+  app.addHook('preClose', async () => hub.stop());
+
+  app.get(
+    '/client/v1/sessions/:sessionId/realtime',
+    {
+      websocket: true,
+      config: { auth: { device: true, queryToken: true } },
+      schema: {
+        tags: ['device'],
+        summary:
+          'The realtime channel (WebSocket). Token in the Authorization header or `?access_token=`. ' +
+          'Close codes: 4001 replaced by a newer connection, 4003 another player’s session, 4004 no such ' +
+          'session, 4009 session ended, 1009 message too big, 1012 server restarting.',
+        params: Type.Object({ sessionId: Uuid }, { additionalProperties: false }),
+      },
+    },
+    async (socket, request) => {
+      // Frames can arrive while the session is looked up: keep them for the hub.
+      const early: RawData[] = [];
+      const hold = (data: RawData) => early.push(data);
+      socket.on('message', hold);
+      const principal = deviceOf(request);
+      const { sessionId } = request.params as { sessionId: string };
+      const row = await ctx.sessions.findForTenant(principal.tenantId, sessionId);
+      socket.off('message', hold);
+      if (!row) socket.close(CLOSE.notFound, 'no such session');
+      else if (row.player_id !== principal.playerId)
+        socket.close(CLOSE.forbidden, 'this token is for another player');
+      else if (row.status !== 'live') socket.close(CLOSE.sessionEnded, 'the session has ended');
+      else await hub.attach(socket, row, principal, early);
+    },
+  );
+};

@@ -1,0 +1,125 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { ModuleOptions } from '../../context.ts';
+import { deviceOf } from '../../http/auth.ts';
+import { problems } from '../../http/problem.ts';
+import { EmptyObject, problemResponses, Uuid } from '../../http/schemas.ts';
+import type { SessionRow } from '../sessions/service.ts';
+
+const DeviceSessionParams = Type.Object({ sessionId: Uuid }, { additionalProperties: false });
+
+/** CONTRACT §3 enumerations. */
+export const Resolution = Type.Integer({
+  minimum: 0,
+  maximum: 4,
+  description: '0 = 480p, 1 = 720p, 2 = 1080p, 3 = 1440p, 4 = 2160p.',
+});
+export const AspectRatio = Type.Integer({
+  minimum: 0,
+  maximum: 4,
+  description: '0 = 16:9, 1 = 9:16, 2 = 1:1, 3 = 4:3, 4 = 21:9.',
+});
+
+const StreamStartBody = Type.Object(
+  { resolution: Resolution, aspectratio: AspectRatio },
+  { additionalProperties: false },
+);
+const StreamAnswer = Type.Object({ streamingSessionId: Uuid });
+const RecordingAnswer = Type.Object({ recordingId: Uuid });
+
+/**
+ * Streams and recordings started or stopped inside the app (CONTRACT §2, spec rule 3), and the sweep
+ * that stops streams whose device stayed away longer than the grace.
+ */
+export const streamsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const { sessions, streams, config, bus } = ctx;
+
+  let sweeper: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    const graceMs = config.streamGraceS * 1000;
+    const every = Math.min(5_000, Math.max(250, graceMs / 4));
+    sweeper = setInterval(() => {
+      streams
+        .sweepDisconnected(graceMs, (ids) => bus.connected(ids))
+        .catch((err) => app.log.error({ err }, 'stream disconnect sweep failed'));
+    }, every);
+    sweeper.unref();
+  });
+  app.addHook('onClose', async () => clearInterval(sweeper));
+
+  /** The device's own live session; each call counts as device contact. */
+  async function ownSession(request: FastifyRequest): Promise<SessionRow> {
+    const { sessionId } = request.params as { sessionId: string };
+    const row = await sessions.findForDevice(deviceOf(request), sessionId);
+    if (!row) throw problems.notFound('session');
+    await sessions.touch(row.session_id);
+    return row;
+  }
+
+  const route = (
+    path: string,
+    summary: string,
+    body: typeof StreamStartBody | typeof EmptyObject,
+    answer: typeof StreamAnswer | typeof RecordingAnswer,
+  ) => ({
+    config: { auth: { device: true } } as const,
+    // A stop or a record start needs no body: none at all is the same as `{}`.
+    preValidation: async (request: FastifyRequest) => {
+      if (request.body === undefined && body === EmptyObject) request.body = {};
+    },
+    schema: {
+      tags: ['device'],
+      summary,
+      description: `\`POST /client/v1/sessions/{sessionId}/${path}\`. 409 \`session_ended\` for an ended session.`,
+      params: DeviceSessionParams,
+      body,
+      response: { 200: answer, ...problemResponses(400, 401, 403, 404, 409, 415, 429) },
+    },
+  });
+
+  app.post(
+    '/client/v1/sessions/:sessionId/stream/start',
+    route(
+      'stream/start',
+      'The app started a stream: StreamStarted. 409 `already_streaming` unless the stream is idle.',
+      StreamStartBody,
+      StreamAnswer,
+    ),
+    async (request) => {
+      const { resolution, aspectratio } = request.body as { resolution: number; aspectratio: number };
+      return streams.appStreamStart(await ownSession(request), { resolution, aspectratio });
+    },
+  );
+  app.post(
+    '/client/v1/sessions/:sessionId/stream/stop',
+    route(
+      'stream/stop',
+      'The app stopped its stream: StreamStopped (`reason: "app"`); a recording stops with it. 409 `not_streaming`.',
+      EmptyObject,
+      StreamAnswer,
+    ),
+    async (request) => streams.appStreamStop(await ownSession(request)),
+  );
+  app.post(
+    '/client/v1/sessions/:sessionId/record/start',
+    route(
+      'record/start',
+      'The app started recording its stream: RecordingStarted. 409 `not_streaming` / `already_recording`.',
+      EmptyObject,
+      RecordingAnswer,
+    ),
+    async (request) => streams.appRecordStart(await ownSession(request)),
+  );
+  app.post(
+    '/client/v1/sessions/:sessionId/record/stop',
+    route(
+      'record/stop',
+      'The app stopped recording: RecordingStopped. 409 `not_recording`.',
+      EmptyObject,
+      RecordingAnswer,
+    ),
+    async (request) => streams.appRecordStop(await ownSession(request)),
+  );
+};

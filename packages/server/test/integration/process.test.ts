@@ -1,0 +1,380 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../helpers/api.ts';
+import { type Backend, backends, freshStore } from '../helpers/server.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../../../..');
+const CLI = ['--import', 'tsx', 'packages/server/src/cli/main.ts'];
+const BIN = 'packages/server/bin/liveline.js';
+const STARTUP_TIMEOUT_MS = 20_000;
+
+type Env = Record<string, string>;
+
+/** The test runner's environment without anything that would steer the child's settings. */
+function baseEnv(extra: Env): Env {
+  const env: Env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || k === 'PORT' || k === 'HOST' || k === 'DATABASE_URL' || k.startsWith('LIVELINE_'))
+      continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `liveline start` on an ephemeral port and waits for the URL it logs. */
+async function startProcess(env: Env): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...CLI, 'start'], {
+    cwd: ROOT,
+    env: baseEnv({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      LIVELINE_SQLITE_SYNCHRONOUS: 'NORMAL',
+      ...env,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no listening line within ${STARTUP_TIMEOUT_MS} ms:\n${out}\n${err}`)),
+      STARTUP_TIMEOUT_MS,
+    );
+    const check = () => {
+      for (const line of out.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg?.startsWith('liveline listening') && entry.url) {
+          clearTimeout(timer);
+          resolve(entry.url);
+          return;
+        }
+      }
+    };
+    child.stdout?.on('data', check);
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+  return { child, url, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Waits for the exit of a process, failing after `ms`. */
+async function exitWithin(p: ServerProcess, ms: number) {
+  const started = Date.now();
+  const result = await Promise.race([
+    p.exited,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms),
+    ),
+  ]);
+  return { ...result, elapsedMs: Date.now() - started };
+}
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the `liveline` CLI (through tsx, or through the bin script) and collects what it printed. */
+function cli(args: string[], env: Env = {}, options: { bin?: boolean } = {}): Promise<CliResult> {
+  const argv = options.bin ? [BIN, ...args] : [...CLI, ...args];
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      argv,
+      { cwd: ROOT, env: baseEnv(env), timeout: 20_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+  });
+}
+
+function logLines(stdout: string): string[] {
+  return stdout.split('\n').filter((l) => l.startsWith('{'));
+}
+
+/** A port nothing listens on (it was free a moment ago). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+async function sleep(ms: number) {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+describe.each(backends)('liveline process (%s)', (backend: Backend) => {
+  const running: ServerProcess[] = [];
+  const stores: ReturnType<typeof freshStore>[] = [];
+  const store = () => {
+    const s = freshStore(backend);
+    stores.push(s);
+    return s;
+  };
+  const start = async (env: Env) => {
+    const p = await startProcess(env);
+    running.push(p);
+    return p;
+  };
+  // Each test's store goes as soon as the test ends: Kysely's migrator looks for its own tables in
+  // every PostgreSQL schema, so a schema left behind can make the next test's migrations fail.
+  afterEach(async () => {
+    for (const p of running.splice(0)) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+      await p.exited;
+    }
+    for (const s of stores.splice(0)) await s.destroy();
+  });
+
+  it('generates the operator token at first start, prints it once and keeps it', async () => {
+    const s = store();
+    const first = await start(s.env);
+    const match = /^ {4}(lla_\S+)$/m.exec(first.stdout());
+    expect(match, first.stdout()).not.toBeNull();
+    const token = String(match?.[1]);
+    const file = path.join(s.dataDir, 'admin-token');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(file, 'utf8').trim()).toBe(token);
+    expect(first.stdout()).toContain(file);
+    expect(first.stdout().split(token)).toHaveLength(2);
+    expect(logLines(first.stdout()).filter((l) => l.includes(token))).toEqual([]);
+    const created = await call(first.url, 'POST', '/admin/v1/tenants', { token, json: { name: 'Kept' } });
+    expect(created.status).toBe(201);
+    first.child.kill('SIGTERM');
+    expect((await exitWithin(first, 10_000)).code).toBe(0);
+
+    const second = await start(s.env);
+    expect(second.stdout()).not.toContain(token);
+    expect(second.stdout()).not.toContain('generated an operator');
+    const list = await call(second.url, 'GET', '/admin/v1/tenants', { token });
+    expect(list.status).toBe(200);
+    expect(list.body.tenants).toEqual([created.body]);
+    second.child.kill('SIGINT');
+    expect((await exitWithin(second, 10_000)).code).toBe(0);
+    expect(second.stderr()).toBe('');
+  });
+
+  it('on SIGTERM finishes the request in flight, then exits 0 within 10 s', async () => {
+    const p = await start({ ...store().env, LIVELINE_ADMIN_TOKEN: 'process-test-admin-token' });
+    expect((await call(p.url, 'GET', '/healthz')).status).toBe(200);
+
+    // A request whose body is still arriving when the signal comes.
+    const { port } = new URL(p.url);
+    const body = JSON.stringify({ name: 'Late tenant' });
+    const answer = new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/admin/v1/tenants',
+          headers: {
+            authorization: 'Bearer process-test-admin-token',
+            'content-type': 'application/json',
+            'content-length': String(Buffer.byteLength(body)),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (d: string) => {
+            text += d;
+          });
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: text, connection: res.headers.connection }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.write(body.slice(0, 5));
+      setTimeout(async () => {
+        p.child.kill('SIGTERM');
+        while (!p.stdout().includes('"msg":"shutting down"')) await sleep(20);
+        await sleep(100);
+        req.end(body.slice(5));
+      }, 300);
+    });
+    const done = await answer;
+    expect(done.status).toBe(201);
+    expect(JSON.parse(done.body)).toMatchObject({ name: 'Late tenant' });
+    // The keep-alive connection is closed with it, so the client cannot hold the shutdown open.
+    expect(done.connection).toBe('close');
+
+    const exit = await exitWithin(p, 10_000);
+    expect(exit.code).toBe(0);
+    expect(exit.elapsedMs).toBeLessThan(3_000);
+    expect(p.stdout()).toContain('"msg":"stopped"');
+    // Nothing listens any more.
+    await expect(fetch(`${p.url}/healthz`)).rejects.toThrow();
+  });
+
+  it('runs the admin CLI against the running server', async () => {
+    const s = store();
+    const p = await start(s.env);
+    const token = fs.readFileSync(path.join(s.dataDir, 'admin-token'), 'utf8').trim();
+    const url = ['--url', p.url];
+
+    // The token comes from <data dir>/admin-token.
+    const created = await cli(['admin', 'tenant', 'create', 'Acme Corp', ...url, '--json'], {
+      LIVELINE_DATA_DIR: s.dataDir,
+    });
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    const tenant = JSON.parse(created.stdout) as { tenantId: string; name: string };
+    expect(tenant.name).toBe('Acme Corp');
+
+    // ... or from LIVELINE_ADMIN_TOKEN, with the URL from LIVELINE_URL, through the bin script.
+    const listed = await cli(
+      ['admin', 'tenant', 'list'],
+      { LIVELINE_ADMIN_TOKEN: token, LIVELINE_URL: p.url },
+      { bin: true },
+    );
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^TENANT ID\s+NAME\s+CREATED$/m);
+    expect(listed.stdout).toMatch(new RegExp(`^${tenant.tenantId}\\s+Acme Corp\\s+\\d{4}-`, 'm'));
+
+    // ... or from --token.
+    const client = await cli([
+      'admin',
+      'client',
+      'create',
+      tenant.tenantId,
+      '--name',
+      'ci',
+      '--scopes',
+      'sessions:read,tokens:issue',
+      '--token',
+      token,
+      ...url,
+    ]);
+    expect(client.code).toBe(0);
+    expect(client.stderr).toMatch(/will not be shown again/);
+    const clientId = /^clientId\s+(\S+)$/m.exec(client.stdout)?.[1];
+    const clientSecret = /^clientSecret\s+(\S+)$/m.exec(client.stdout)?.[1];
+    expect(clientId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(clientSecret).toBeTruthy();
+    expect(client.stdout).toMatch(/^scopes\s+sessions:read tokens:issue$/m);
+    const tokenRequest = () =>
+      fetch(`${p.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: String(clientId),
+          client_secret: String(clientSecret),
+        }).toString(),
+      });
+    const granted = await tokenRequest();
+    expect(granted.status).toBe(200);
+    expect(await granted.json()).toMatchObject({ scope: 'sessions:read tokens:issue' });
+
+    const env = { LIVELINE_DATA_DIR: s.dataDir };
+    const clients = await cli(['admin', 'client', 'list', tenant.tenantId, ...url, '--json'], env);
+    expect(clients.code).toBe(0);
+    expect(clients.stdout).not.toContain(String(clientSecret));
+    expect(JSON.parse(clients.stdout)).toMatchObject({
+      clients: [{ clientId, name: 'ci', revokedAt: null }],
+    });
+
+    const revoked = await cli(['admin', 'client', 'revoke', tenant.tenantId, String(clientId), ...url], env);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`Revoked client ${clientId}`);
+    expect((await tokenRequest()).status).toBe(401);
+    const table = await cli(['admin', 'client', 'list', tenant.tenantId, ...url], env);
+    expect(table.stdout).toMatch(
+      new RegExp(`^${clientId}\\s+ci\\s+sessions:read,tokens:issue\\s+\\S+\\s+\\d{4}-`, 'm'),
+    );
+
+    // Errors: the problem's code and detail on stderr, exit 1.
+    const again = await cli(['admin', 'client', 'revoke', tenant.tenantId, String(clientId), ...url], env);
+    expect(again).toMatchObject({ code: 1, stdout: '', stderr: 'not_found: No such client.\n' });
+    const badScope = await cli(
+      ['admin', 'client', 'create', tenant.tenantId, '--scopes', 'root', ...url],
+      env,
+    );
+    expect(badScope.code).toBe(1);
+    expect(badScope.stderr).toMatch(/^validation_failed: .*scopes\[0\] must be one of/);
+    const wrongToken = await cli(['admin', 'tenant', 'list', '--token', 'not-the-operator-token', ...url]);
+    expect(wrongToken.code).toBe(1);
+    expect(wrongToken.stderr).toMatch(/^unauthorized: /);
+
+    p.child.kill('SIGTERM');
+    expect((await exitWithin(p, 10_000)).code).toBe(0);
+  });
+});
+
+describe('liveline CLI without a server', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-cli-'));
+  });
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('exits 2 with a clear message on a bad configuration', async () => {
+    const bad = await cli(['start'], { PORT: 'abc', LIVELINE_DATA_DIR: dataDir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('liveline: invalid configuration: PORT must be an integer, got "abc"\n');
+    expect(bad.stdout).toBe('');
+    const flag = await cli(['start', '--port', '70000'], { LIVELINE_DATA_DIR: dataDir });
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain('PORT must be between 0 and 65535');
+    // Nothing was created for a start that never happened.
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('reports an unreachable server and a missing token', async () => {
+    const port = await freePort();
+    const unreachable = await cli([
+      'admin',
+      'tenant',
+      'list',
+      '--url',
+      `http://127.0.0.1:${port}`,
+      '--token',
+      'x'.repeat(20),
+    ]);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toBe(
+      `connection_failed: Could not reach http://127.0.0.1:${port}: ECONNREFUSED.\n`,
+    );
+    const noToken = await cli(['admin', 'tenant', 'list'], { LIVELINE_DATA_DIR: dataDir });
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toMatch(/^no_admin_token: /);
+    const usage = await cli(['admin', 'tenant', 'create']);
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toContain("missing required argument 'name'");
+  });
+});

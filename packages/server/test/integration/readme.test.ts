@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessToken, call } from '../helpers/api.ts';
+import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+
+const README = path.resolve(import.meta.dirname, '../../../../README.md');
+const MARKER = '<!-- walkthrough -->';
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+/** The fenced bash block right after the walk-through marker: the commands a reader copies. */
+function walkthrough(): string {
+  const readme = fs.readFileSync(README, 'utf8');
+  const match = new RegExp(`${MARKER}\\s*\`\`\`bash\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme);
+  if (!match) throw new Error(`README.md has no \`\`\`bash block after ${MARKER}`);
+  return match[1];
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the script with bash in an empty directory, as a reader's second terminal would. */
+function runBash(script: string, env: Record<string, string>): Promise<Run> {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-readme-'));
+  const file = path.join(cwd, 'walkthrough.sh');
+  fs.writeFileSync(file, script);
+  return new Promise((resolve) => {
+    execFile(
+      'bash',
+      [file],
+      { cwd, env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        fs.rmSync(cwd, { recursive: true, force: true });
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+  });
+}
+
+/** The first string value printed for `"key": "..."` (jq pretty-prints objects one key per line). */
+function printed(out: string, key: string): string {
+  const match = new RegExp(`"${key}":\\s*"([^"]+)"`).exec(out);
+  if (!match) throw new Error(`the walk-through printed no ${key}:\n${out}`);
+  return match[1];
+}
+
+describe.each(backends)('README walk-through (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    run = await runBash(walkthrough(), { BASE: server.url, ADMIN: server.adminToken });
+  });
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('prints what each step got', () => {
+    const out = run.stdout;
+    const sessionId = printed(out, 'sessionId');
+    expect(sessionId).toMatch(new RegExp(`^${UUID}$`));
+    expect(printed(out, 'realtimeUrl')).toBe(
+      `ws://${new URL(server.url).host}/client/v1/sessions/${sessionId}/realtime`,
+    );
+    // The batch is stored once, then counted as duplicates.
+    expect(out).toContain('{"accepted":4,"duplicates":0}');
+    expect(out).toContain('{"accepted":0,"duplicates":4}');
+    // The session with its events, the Health-only page, the active and cohort lists, the end.
+    for (const id of ['evt-1', 'evt-2', 'evt-3', 'evt-4']) expect(out).toContain(`"id": "${id}"`);
+    expect(out).toMatch(/"events": \[\s*\{\s*"id": "evt-1"[\s\S]*"id": "evt-4"[\s\S]*"nextCursor": null/);
+    expect(out).toContain('"tenantCohortId": "class-7b"');
+    expect(out).toMatch(/"totalCount": 1,\s*"sessions": \[\s*\{\s*"sessionId": "[^"]+",\s*"playerId"/);
+    expect(out).toMatch(/"page": 1,\s*"pageSize": 10,\s*"totalCount": 1/);
+    expect(out).toMatch(/"status": "ended"[\s\S]*"endReason": "device"/);
+    expect(out).toMatch(/"eventType":"SessionEnd"[^\n]*"reason":"device"/);
+    expect(out.split(sessionId).length - 1).toBeGreaterThanOrEqual(10);
+  });
+
+  it('left behind what it printed: the tenant can read the session it showed', async () => {
+    const out = run.stdout;
+    const token = await accessToken(server.url, printed(out, 'clientId'), printed(out, 'clientSecret'));
+    const sessionId = printed(out, 'sessionId');
+    const got = await call<{ status: string; tenantCohortId: string; events: { eventType: string }[] }>(
+      server.url,
+      'GET',
+      `/sessions/${sessionId}`,
+      { token },
+    );
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ status: 'ended', tenantCohortId: 'class-7b', playerId: 'player-42' });
+    expect(got.body.events.map((e) => e.eventType)).toEqual([
+      'Health',
+      'Progression',
+      'Custom',
+      'Health',
+      'SessionEnd',
+    ]);
+  });
+});
