@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
+import { Batcher } from '../../batcher.ts';
 import type { RealtimeBus } from '../../bus/bus.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
@@ -26,16 +27,42 @@ export interface IssueCommand {
   prepare?: (trx: Kysely<Database>, commandId: string) => Promise<Record<string, unknown> | undefined>;
 }
 
+interface Ack {
+  sessionId: string;
+  commandId: string;
+  status: 'acknowledged' | 'failed';
+  error: string | null;
+}
+
 export type AckResult = 'settled' | 'unknown' | 'expired' | 'already_settled';
 
 /** The command log: issuing, delivery bookkeeping, acknowledgements and expiry. */
 export class CommandsService {
+  /** Deliveries and acks of concurrent commands share one transaction each (see Batcher). */
+  private readonly deliveries: Batcher<string, undefined>;
+  private readonly acks: Batcher<Ack, CommandRow | undefined>;
+
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly bus: RealtimeBus,
     private readonly signals: Signals,
-  ) {}
+  ) {
+    this.deliveries = new Batcher(async (ids) => {
+      await store.markDelivered(storage.db, ids, clock.now());
+      return ids.map(() => undefined);
+    });
+    this.acks = new Batcher((acks) =>
+      storage.db.transaction().execute(async (trx) => {
+        const rows: (CommandRow | undefined)[] = [];
+        const now = clock.now();
+        for (const a of acks) {
+          rows.push(await store.settleCommand(trx, a.sessionId, a.commandId, a.status, a.error, now));
+        }
+        return rows;
+      }),
+    );
+  }
 
   /** Stores a command and has it written to the device's socket if it is connected anywhere. */
   async issue(session: SessionRow, input: IssueCommand) {
@@ -109,21 +136,18 @@ export class CommandsService {
     return store.pendingCommands(this.storage.db, sessionId, this.clock.now());
   }
 
-  markDelivered(commandIds: string[]) {
-    return store.markDelivered(this.storage.db, commandIds, this.clock.now());
+  async markDelivered(commandIds: string[]) {
+    await Promise.all(commandIds.map((id) => this.deliveries.submit(id)));
   }
 
   /** Records the device's answer to a command and tells the modules that wait on it. */
   async acknowledge(sessionId: string, commandId: string, ok: boolean, error: unknown): Promise<AckResult> {
-    const now = this.clock.now();
-    const row = await store.settleCommand(
-      this.storage.db,
+    const row = await this.acks.submit({
       sessionId,
       commandId,
-      ok ? 'acknowledged' : 'failed',
-      ok ? null : JSON.stringify(error ?? 'failed'),
-      now,
-    );
+      status: ok ? 'acknowledged' : 'failed',
+      error: ok ? null : JSON.stringify(error ?? 'failed'),
+    });
     if (!row) {
       const existing = await store.findCommand(this.storage.db, sessionId, commandId);
       if (!existing) return 'unknown';
