@@ -22,6 +22,8 @@ export interface IngestResult {
 /** What one group-commit transaction wrote, for work that must share its transaction. */
 export interface StoredGroup {
   inserted: EventRow[];
+  /** The tenant of every session in `inserted`. */
+  tenants: Map<string, string>;
   /** Sessions a device contacted, with the latest contact time. */
   contacts: Map<string, number>;
 }
@@ -34,6 +36,7 @@ export type InTransaction = (trx: Transaction<Database>, group: StoredGroup) => 
 
 interface Job {
   rows: EventRow[];
+  tenantId: string;
   touch: { sessionId: string; at: number } | null;
   resolve(result: IngestResult): void;
   reject(err: unknown): void;
@@ -76,9 +79,9 @@ export class EventWriter {
     this.hooks.push(hook);
   }
 
-  write(rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
+  write(tenantId: string, rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ rows, touch, resolve, reject });
+      this.queue.push({ rows, tenantId, touch, resolve, reject });
       this.pump();
     });
   }
@@ -161,7 +164,10 @@ export class EventWriter {
           insertedRows.push(entries[i].row);
         }
       }
-      const group = { inserted: insertedRows, contacts: latestContacts(jobs) };
+      const tenants = new Map(
+        jobs.flatMap((job) => job.rows.map((r) => [r.session_id, job.tenantId] as const)),
+      );
+      const group = { inserted: insertedRows, tenants, contacts: latestContacts(jobs) };
       for (const hook of this.hooks) await hook(trx, group);
     });
     this.metrics.ingestFlushSize.observe(insertedRows(accepted));

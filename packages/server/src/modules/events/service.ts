@@ -60,6 +60,7 @@ export class EventsService {
     const now = this.clock.now();
     const rows = events.map((e) => toRow(target, e, now));
     const result = await this.writer.write(
+      target.tenantId,
       rows,
       source === 'device' ? { sessionId: target.sessionId, at: now } : null,
     );

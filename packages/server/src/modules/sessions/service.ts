@@ -1,7 +1,8 @@
+import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import type { Signals } from '../../signals.ts';
-import type { Storage } from '../../storage/index.ts';
+import type { Database, Storage } from '../../storage/index.ts';
 import type { DevicePrincipal } from '../auth/tokens.ts';
 import type { EventsService, EventTarget } from '../events/service.ts';
 import type { SessionRow } from './store.ts';
@@ -98,6 +99,17 @@ export class SessionsService {
   async findForDevice(principal: DevicePrincipal, sessionId: string) {
     const row = await store.findSession(this.storage.db, principal.tenantId, sessionId);
     return row && row.player_id === principal.playerId ? row : null;
+  }
+
+  /** The cohort of each session (for webhook payloads), read in the caller's transaction. */
+  async cohortsOf(db: Kysely<Database>, sessionIds: string[]): Promise<Map<string, string | null>> {
+    if (sessionIds.length === 0) return new Map();
+    const rows = await db
+      .selectFrom('sessions')
+      .select(['session_id', 'tenant_cohort_id'])
+      .where('session_id', 'in', sessionIds)
+      .execute();
+    return new Map(rows.map((r) => [r.session_id, r.tenant_cohort_id]));
   }
 
   /** Records device contact. */
