@@ -73,6 +73,8 @@ export async function startServer(
       sessions,
       streams: new StreamsService(storage, clock, sessions, events, signals),
       commands: new CommandsService(storage, clock, bus, signals),
+      // Until the webhooks module provides the outbox, no endpoint can exist, so nothing is due.
+      outbox: { enqueue: async () => {} },
     };
     const app = await buildApp(ctx);
     app.addHook('onClose', async () => {
