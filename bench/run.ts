@@ -1,0 +1,18 @@
+// `npm run bench`: every benchmark, each in its own child process (its own server), on SQLite
+// and, when DATABASE_URL is set, on PostgreSQL. Prints one JSON line per result.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+const benches = ['ingest.ts', 'commands.ts'];
+const backends = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+let failed = false;
+for (const bench of benches) {
+  for (const backend of backends) {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, bench)], {
+      env: { ...process.env, BENCH_BACKEND: backend },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    if (run.status !== 0) failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);
