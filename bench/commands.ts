@@ -3,7 +3,7 @@
 // The device acks every command, as the SDK does.
 import http from 'node:http';
 import WebSocket from 'ws';
-import { accessToken, call } from '../packages/server/test/helpers/api.ts';
+import { call, createTenant } from '../packages/server/test/helpers/api.ts';
 import { percentile, startBenchServer } from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -13,15 +13,7 @@ const parallelDevices = Number(process.env.BENCH_DEVICES ?? 10);
 const server = await startBenchServer(backend);
 try {
   const base = server.url;
-  const tenant = await call(base, 'POST', '/admin/v1/tenants', {
-    token: server.adminToken,
-    json: { name: 'bench' },
-  });
-  const client = await call(base, 'POST', `/admin/v1/tenants/${tenant.body.tenantId}/clients`, {
-    token: server.adminToken,
-    json: {},
-  });
-  const token = await accessToken(base, String(client.body.clientId), String(client.body.clientSecret));
+  const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
 
   async function connectDevice(i: number) {
     const dt = await call(base, 'POST', '/client-tokens', { token, json: { playerId: `bench-${i}` } });

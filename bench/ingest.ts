@@ -1,7 +1,7 @@
 // Event ingestion throughput: C concurrent devices, each posting batches of B events to its own
 // session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable) and latency.
 import http from 'node:http';
-import { accessToken, call } from '../packages/server/test/helpers/api.ts';
+import { call, createTenant } from '../packages/server/test/helpers/api.ts';
 import { percentile, startBenchServer } from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -12,15 +12,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const server = await startBenchServer(backend);
 try {
   const base = server.url;
-  const tenant = await call(base, 'POST', '/admin/v1/tenants', {
-    token: server.adminToken,
-    json: { name: 'bench' },
-  });
-  const client = await call(base, 'POST', `/admin/v1/tenants/${tenant.body.tenantId}/clients`, {
-    token: server.adminToken,
-    json: {},
-  });
-  const token = await accessToken(base, String(client.body.clientId), String(client.body.clientSecret));
+  const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const devices = await Promise.all(
     Array.from({ length: concurrency }, async (_, i) => {

@@ -1,18 +1,11 @@
 import type { Transaction } from 'kysely';
 import type { Metrics } from '../../http/metrics.ts';
 import type { Database, Storage } from '../../storage/index.ts';
+import type { EventsTable } from '../../storage/schema.ts';
 import type { BulkTable } from '../../storage/storage.ts';
 
 /** One event as it is stored. `body` is the JSON clients get back. */
-export interface EventRow {
-  session_id: string;
-  event_id: string;
-  event_type: string;
-  timestamp: number;
-  streaming_session_id: string | null;
-  received_at: number;
-  body: string;
-}
+export type EventRow = EventsTable;
 
 export interface IngestResult {
   accepted: number;
