@@ -1,9 +1,27 @@
 import { backoffDelay, type RetryOptions } from './backoff.ts';
+import {
+  type CameraHandler,
+  CommandRouter,
+  type CustomCommandHandler,
+  type RealtimeCommand,
+  type RecordStartHandler,
+  type StopHandler,
+  type StreamStartHandler,
+  type TextHandler,
+} from './commands.ts';
 import { Emitter } from './emitter.ts';
-import type { ClientEvent, StampedEvent } from './events.ts';
+import type { AspectRatio, Resolution } from './enums.ts';
+import type { ClientEvent, ClientEventFields, StampedEvent } from './events.ts';
 import { type Clock, HttpClient, LivelineError, systemClock } from './http.ts';
+import {
+  type DisconnectedInfo,
+  RealtimeChannel,
+  type ReconnectingInfo,
+  type WelcomeInfo,
+} from './realtime.ts';
 import { type EventRejection, refusedEvents } from './refusals.ts';
 import type { EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
+import { nodeWebSocketConnector, type SocketConnector } from './socket.ts';
 import { SDK_VERSION } from './version.ts';
 
 export interface LivelineDeviceOptions {
@@ -22,9 +40,23 @@ export interface LivelineDeviceOptions {
   flushIntervalMs?: number;
   /** Buffer capacity; beyond it the oldest events not in flight are dropped. Default 10 000. */
   maxBufferedEvents?: number;
-  /** Default 30 000. */
+  /** Default 30 000. Also bounds the WebSocket handshake and the wait for an `events.ack`. */
   requestTimeoutMs?: number;
+  /** Backoff of HTTP resends and of realtime reconnects. */
   retry?: Partial<RetryOptions>;
+  /** How the realtime WebSocket is opened. Default: the `ws` package, token in the Authorization header. */
+  connector?: SocketConnector;
+  /** Send event batches over the realtime channel while it is connected. Default true. */
+  eventsOverSocket?: boolean;
+}
+
+/** The fields of a `Health` event, as a health provider returns them. */
+export type HealthFields = ClientEventFields['Health'];
+
+/** What a stream started inside the app is (CONTRACT §2): the enumerations' wire values. */
+export interface StreamOptions {
+  resolution: Resolution;
+  aspectratio: AspectRatio;
 }
 
 /** Counters since construction. `sent + dropped + rejected + buffered` = events tracked. */
@@ -54,9 +86,24 @@ export interface DeviceErrorEvent {
   rejections: EventRejection[];
 }
 
-/** What `device.on()` can listen to. The realtime channel will add its events (commands, text) here. */
+/** What `device.on()` can listen to. */
 export interface DeviceEvents {
+  /**
+   * Refused events and auth failures of the HTTP path; on the realtime channel, permanent refusals
+   * (4003, 4004, 4009, a 4xx on upgrade) and `error` messages that answer nothing the SDK asked
+   * (e.g. an ack for an expired command). Realtime errors carry no events.
+   */
   error: DeviceErrorEvent;
+  /** The server welcomed a connection (the first one, or a reconnect). */
+  connected: WelcomeInfo;
+  /** A welcomed connection ended; `willReconnect` tells whether the SDK is trying again. */
+  disconnected: DisconnectedInfo;
+  /** A reconnect is scheduled after `delayMs`. */
+  reconnecting: ReconnectingInfo;
+  /** A newer connection to the same session took over (4001); this device stopped reconnecting. */
+  replaced: { sessionId: string };
+  /** A new command arrived (repeats are not reported); emitted before its handler runs. */
+  command: RealtimeCommand;
 }
 
 interface Buffered {
@@ -83,7 +130,8 @@ const SESSIONS_PATH = '/client/v1/sessions';
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * A headset's connection to liveline: its session and its event pipeline.
+ * A headset's connection to liveline: its session, its event pipeline and its realtime channel
+ * (commands from the tenant, handled by the app's `on…` handlers and acknowledged automatically).
  *
  * Events go into an in-memory buffer and leave it in order, one batch in flight at a time. A batch
  * that fails in a retryable way is resent unchanged (same ids, so the server deduplicates) until it
@@ -102,6 +150,13 @@ export class LivelineDevice {
   private readonly emitter = new Emitter<DeviceEvents>();
   /** Aborted by `close()`: cancels the request in flight and any backoff sleep. */
   private readonly closing = new AbortController();
+  private readonly realtime: RealtimeChannel;
+  private readonly commands: CommandRouter;
+  private readonly eventsOverSocket: boolean;
+  private readonly requestTimeoutMs: number;
+  /** Ends the current backoff sleep early (the realtime channel came back). */
+  private wakeSleep: (() => void) | null = null;
+  private healthTimer: ReturnType<typeof setInterval> | undefined;
 
   private current: SessionInfo | null = null;
   private starting = false;
@@ -145,6 +200,27 @@ export class LivelineDevice {
     if (!Number.isInteger(this.maxBufferedEvents) || this.maxBufferedEvents < this.batchSize) {
       throw new RangeError('maxBufferedEvents must be an integer no smaller than batchSize');
     }
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.eventsOverSocket = options.eventsOverSocket ?? true;
+    this.commands = new CommandRouter(
+      (ack) => this.realtime.send(ack),
+      (command) => this.emitter.emit('command', command),
+    );
+    this.realtime = new RealtimeChannel({
+      connector: options.connector ?? nodeWebSocketConnector({ handshakeTimeoutMs: this.requestTimeoutMs }),
+      retry: this.retry,
+      random: this.random,
+      target: () => (this.current ? { url: this.current.realtimeUrl, token: this.http.token } : null),
+      listener: {
+        welcome: (info) => this.onWelcome(info),
+        command: (command) => this.commands.receive(command),
+        disconnected: (info) => this.emitter.emit('disconnected', info),
+        reconnecting: (info) => this.emitter.emit('reconnecting', info),
+        replaced: () => this.emitter.emit('replaced', { sessionId: this.current?.sessionId ?? '' }),
+        failed: (error) => this.reportError(error),
+        serverError: (error) => this.reportError(error),
+      },
+    });
   }
 
   /** The current session, or null before `startSession()` and after `endSession()`. */
@@ -156,7 +232,10 @@ export class LivelineDevice {
     return this.emitter.on(name, listener);
   }
 
-  /** Replaces the device token (say, after it expired) and resumes sending paused by a 401/403. */
+  /**
+   * Replaces the device token (say, after it expired). Resumes sending paused by a 401/403, and
+   * reconnects a realtime channel the server refused with 401/403.
+   */
   setToken(token: string): void {
     this.http.token = token;
     if (this.haltedBy) {
@@ -164,6 +243,7 @@ export class LivelineDevice {
       this.kick();
       this.armTimer();
     }
+    this.realtime.resume();
   }
 
   /** Starts a session. Events tracked before it are sent to it. */
@@ -191,6 +271,25 @@ export class LivelineDevice {
     this.kick();
     this.armTimer();
     return info;
+  }
+
+  /**
+   * Adopts a session started earlier (say, by this app before it restarted: keep the `SessionInfo`
+   * that `startSession()` returned). No request is made; the next `connect()` resumes its channel,
+   * replacing any connection still open to it (which is closed with 4001).
+   */
+  resumeSession(info: SessionInfo): void {
+    this.assertOpen();
+    if (this.current || this.starting) {
+      throw new LivelineError({
+        status: 0,
+        code: 'session_active',
+        detail: 'End the current session first.',
+      });
+    }
+    this.current = { ...info };
+    this.kick();
+    this.armTimer();
   }
 
   /** Buffers an event, filling `id` and `timestamp` when absent; returns the event as it will be sent. */
@@ -229,12 +328,13 @@ export class LivelineDevice {
     return done;
   }
 
-  /** Flushes, then ends the session; returns the ended session. */
+  /** Flushes, closes the realtime channel, then ends the session; returns the ended session. */
   async endSession(): Promise<Session> {
     this.assertOpen();
     const info = this.current;
     if (!info) throw new LivelineError({ status: 0, code: 'no_session', detail: 'No session to end.' });
     await this.flush();
+    await this.realtime.disconnect();
     const path = `${sessionPath(info.sessionId)}/end`;
     const session = await this.http.request<Session>('POST', path, undefined, this.closing.signal);
     if (this.current === info) this.current = null;
@@ -250,9 +350,135 @@ export class LivelineDevice {
       this.closing.abort();
       clearTimeout(this.flushTimer);
       this.flushTimer = undefined;
+      this.stopHealthReporting();
       this.settleWaiters(closedError());
     }
-    await this.pumpDone;
+    await Promise.all([this.pumpDone, this.realtime.disconnect()]);
+  }
+
+  // --- realtime channel ---------------------------------------------------------------------------
+
+  /**
+   * Opens the session's realtime channel (WebSocket at `session.realtimeUrl`) and resolves on the
+   * server's `welcome`. A dropped connection is reopened with exponential backoff and full jitter (at
+   * once, give or take the first backoff step, after 1012 "server restarting"), resuming the same
+   * session. It stops for good, rejecting a pending `connect()`, on `disconnect()`/`close()`, on 4001
+   * (`replaced`: another connection took the session over), on 4003/4004/4009 and on a 4xx answer to
+   * the upgrade (reported through `on('error')`; after a 401/403, `setToken()` reconnects).
+   */
+  connect(): Promise<void> {
+    if (this.closing.signal.aborted) return Promise.reject(closedError());
+    if (!this.current) {
+      return Promise.reject(
+        new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session before connecting.' }),
+      );
+    }
+    return this.realtime.connect();
+  }
+
+  /** Closes the realtime channel (code 1000) and stops reconnecting; events keep going over HTTP. */
+  disconnect(): Promise<void> {
+    return this.realtime.disconnect();
+  }
+
+  /** True while the realtime channel is open and welcomed. */
+  get connected(): boolean {
+    return this.realtime.connected;
+  }
+
+  /** Handles `text` commands. Each `on…` method replaces the handler before it and returns its remover. */
+  onText(handler: TextHandler): () => void {
+    return this.commands.set('text', handler);
+  }
+
+  /** Handles custom commands (any name but the built-in ones) with their variables typed. */
+  onCommand(handler: CustomCommandHandler): () => void {
+    return this.commands.set('custom', handler);
+  }
+
+  /** Handles `camera` commands: the controls it carries, as numbers and enumeration values. */
+  onCamera(handler: CameraHandler): () => void {
+    return this.commands.set('camera', handler);
+  }
+
+  /** Handles `stream.start`: start streaming; the stream is `streaming` once the handler resolves. */
+  onStreamStart(handler: StreamStartHandler): () => void {
+    return this.commands.set('streamStart', handler);
+  }
+
+  onStreamStop(handler: StopHandler): () => void {
+    return this.commands.set('streamStop', handler);
+  }
+
+  /** Handles `record.start` (only sent while streaming). */
+  onRecordStart(handler: RecordStartHandler): () => void {
+    return this.commands.set('recordStart', handler);
+  }
+
+  onRecordStop(handler: StopHandler): () => void {
+    return this.commands.set('recordStop', handler);
+  }
+
+  // --- streams and recordings started inside the app --------------------------------------------
+
+  /** The app started a stream: `StreamStarted` is recorded. 409 `already_streaming` unless idle. */
+  startStream(options: StreamOptions): Promise<{ streamingSessionId: string }> {
+    const { resolution, aspectratio } = options;
+    return this.sessionRequest('stream/start', { resolution, aspectratio });
+  }
+
+  /** The app stopped its stream (and any recording). 409 `not_streaming`. */
+  stopStream(): Promise<{ streamingSessionId: string }> {
+    return this.sessionRequest('stream/stop');
+  }
+
+  /** The app started recording its stream. 409 `not_streaming` / `already_recording`. */
+  startRecording(): Promise<{ recordingId: string }> {
+    return this.sessionRequest('record/start');
+  }
+
+  /** 409 `not_recording`. */
+  stopRecording(): Promise<{ recordingId: string }> {
+    return this.sessionRequest('record/stop');
+  }
+
+  // --- health -------------------------------------------------------------------------------------
+
+  /**
+   * Tracks a `Health` event every `intervalMs` with what `provider` returns (it may be async; a tick
+   * is skipped while the previous call is still running). Replaces earlier health reporting.
+   */
+  startHealthReporting(provider: () => HealthFields | Promise<HealthFields>, intervalMs: number): void {
+    this.assertOpen();
+    if (!(intervalMs > 0)) throw new RangeError('intervalMs must be a positive number of milliseconds');
+    this.stopHealthReporting();
+    let running = false;
+    const timer = setInterval(
+      async () => {
+        if (running) return;
+        running = true;
+        try {
+          const fields = await provider();
+          if (this.healthTimer === timer && !this.closing.signal.aborted) {
+            this.track({ ...fields, eventType: 'Health' });
+          }
+        } catch (error) {
+          // An app bug, like a throwing listener: surfaced, but it does not stop reporting.
+          queueMicrotask(() => {
+            throw error;
+          });
+        } finally {
+          running = false;
+        }
+      },
+      Math.min(intervalMs, MAX_TIMER_MS),
+    );
+    this.healthTimer = timer;
+  }
+
+  stopHealthReporting(): void {
+    clearInterval(this.healthTimer);
+    this.healthTimer = undefined;
   }
 
   /** The buffered events, oldest first. */
@@ -266,6 +492,26 @@ export class LivelineDevice {
 
   private assertOpen(): void {
     if (this.closing.signal.aborted) throw closedError();
+  }
+
+  /** A POST to one of the current session's device routes; not retried, like `startSession()`. */
+  private async sessionRequest<T>(path: string, body: object = {}): Promise<T> {
+    this.assertOpen();
+    const info = this.current;
+    if (!info) throw new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session first.' });
+    return this.http.request<T>('POST', `${sessionPath(info.sessionId)}/${path}`, body, this.closing.signal);
+  }
+
+  private onWelcome(info: WelcomeInfo): void {
+    this.emitter.emit('connected', info);
+    // Back online: whatever waited in the buffer goes now, over the socket.
+    this.drainThrough = this.lastSeq;
+    this.wakeSleep?.();
+    this.kick();
+  }
+
+  private reportError(error: LivelineError): void {
+    this.emitter.emit('error', { error, rejectedEvents: [], rejections: [] });
   }
 
   /** Drop-oldest: fresh data (health, the latest progress) matters more to a live view than the oldest. */
@@ -352,10 +598,25 @@ export class LivelineDevice {
     this.armTimer();
   }
 
-  /** One batch, resent after retryable failures until it succeeds, is refused, or the device closes. */
+  /**
+   * One batch, resent after retryable failures until it succeeds, is refused, or the device closes.
+   * While the realtime channel is connected, each attempt goes over the socket first; when the socket
+   * gives no answer (not connected, dropped, timed out, the batch too large for a frame) the same
+   * attempt goes over HTTP. An `error` answer refusing the batch counts as the HTTP 400.
+   */
   private async sendBatch(sessionId: string, events: StampedEvent[]): Promise<BatchOutcome> {
     const path = `${sessionPath(sessionId)}/events`;
     for (let attempt = 0; ; attempt++) {
+      if (this.eventsOverSocket && this.realtime.welcome?.sessionId === sessionId) {
+        const answer = await this.realtime.sendEvents(events, this.requestTimeoutMs, this.closing.signal);
+        if (answer.kind === 'ack') {
+          this.counters.sent += events.length;
+          this.counters.duplicates += answer.duplicates;
+          return { kind: 'sent' };
+        }
+        if (answer.kind === 'refused') return { kind: 'rejected', error: answer.error };
+        if (this.closing.signal.aborted) return { kind: 'closed' };
+      }
       try {
         const result = await this.http.request<EventBatchResult>(
           'POST',
@@ -383,24 +644,23 @@ export class LivelineDevice {
     }
   }
 
-  /** Resolves `true` after `ms`, or `false` as soon as the device is closed. */
+  /** Resolves `true` after `ms` (or sooner, when the realtime channel comes back), `false` once the device is closed. */
   private sleep(ms: number): Promise<boolean> {
     const signal = this.closing.signal;
     if (signal.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const onAbort = () => {
+      const finish = (value: boolean) => {
         clearTimeout(timer);
-        resolve(false);
+        signal.removeEventListener('abort', onAbort);
+        if (this.wakeSleep === wake) this.wakeSleep = null;
+        resolve(value);
       };
+      const onAbort = () => finish(false);
+      const wake = () => finish(true);
       // setTimeout fires at once for delays past 2^31 − 1 ms; a huge Retry-After must not become 0.
-      const timer = setTimeout(
-        () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(true);
-        },
-        Math.min(ms, MAX_TIMER_MS),
-      );
+      const timer = setTimeout(wake, Math.min(ms, MAX_TIMER_MS));
       signal.addEventListener('abort', onAbort, { once: true });
+      this.wakeSleep = wake;
     });
   }
 

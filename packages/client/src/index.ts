@@ -1,10 +1,29 @@
 export { backoffDelay, type RetryOptions } from './backoff.ts';
 export {
+  type CameraHandler,
+  type CameraSettings,
+  type CommandValue,
+  type CustomCommandHandler,
+  type HandlerResult,
+  MalformedCommandError,
+  type ParsedCommand,
+  parseCommand,
+  type RealtimeCommand,
+  type RecordStartHandler,
+  type RecordStartRequest,
+  type StopHandler,
+  type StreamStartHandler,
+  type StreamStartRequest,
+  type TextHandler,
+} from './commands.ts';
+export {
   type DeviceErrorEvent,
   type DeviceEvents,
   type DeviceStats,
+  type HealthFields,
   LivelineDevice,
   type LivelineDeviceOptions,
+  type StreamOptions,
 } from './device.ts';
 export { Emitter } from './emitter.ts';
 export {
@@ -36,6 +55,15 @@ export {
   parseRetryAfter,
   systemClock,
 } from './http.ts';
+export { CloseCode, type DisconnectedInfo, type ReconnectingInfo, type WelcomeInfo } from './realtime.ts';
 export type { EventRejection } from './refusals.ts';
 export type { DeviceInfo, EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
+export {
+  nodeWebSocketConnector,
+  type RealtimeSocket,
+  type SocketClose,
+  type SocketConnector,
+  type SocketHandlers,
+  standardWebSocketConnector,
+} from './socket.ts';
 export { SDK_VERSION } from './version.ts';

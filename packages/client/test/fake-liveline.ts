@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { type WebSocket, WebSocketServer } from 'ws';
 
 /** One request as the fake server saw it. */
 export interface RecordedRequest {
@@ -22,6 +23,28 @@ export type Scripted =
   | 'drop'
   | 'storeThenDrop'
   | { status: number; code?: string; headers?: Record<string, string>; body?: unknown };
+
+/** A message a device sent over its socket. */
+export type SocketMessage = Record<string, unknown> & { type: string };
+
+/** One realtime connection, as the fake server saw it. */
+export interface FakeConnection {
+  sessionId: string;
+  ws: WebSocket;
+  headers: http.IncomingHttpHeaders;
+  url: string;
+  /** Every message the device sent, in order. */
+  received: SocketMessage[];
+  /** performance.now() of each heartbeat. */
+  heartbeats: number[];
+  closed: { code: number; reason: string } | null;
+}
+
+/**
+ * What to do with one upcoming WebSocket upgrade instead of accepting it normally: refuse it with an
+ * HTTP status, accept it and close at once with a close code (before any welcome), or cut it.
+ */
+export type ScriptedUpgrade = { status: number } | { close: number } | 'drop';
 
 interface StoredSession {
   sessionId: string;
@@ -46,7 +69,20 @@ export class FakeLiveline {
   maxReportedErrors = 50;
   readonly requests: RecordedRequest[] = [];
   readonly sessions = new Map<string, StoredSession>();
+  /** Sent in the session's answer and in `welcome`. */
+  heartbeatIntervalMs = 15_000;
+  /** Whether `events` messages get an answer; when false the device's wait times out. */
+  answerSocketEvents = true;
+  /** Whether accepted connections are welcomed. */
+  autoWelcome = true;
+  readonly connections: FakeConnection[] = [];
+  /** performance.now() of every upgrade request, refused or not. */
+  readonly upgradeAttempts: number[] = [];
+  /** Stream and recording state per session, for the app-initiated routes. */
+  readonly streams = new Map<string, { streamingSessionId: string | null; recordingId: string | null }>();
   private readonly script: Scripted[] = [];
+  private readonly upgradeScript: ScriptedUpgrade[] = [];
+  private readonly wss = new WebSocketServer({ noServer: true });
   private server: http.Server | undefined;
   private port = 0;
 
@@ -63,6 +99,51 @@ export class FakeLiveline {
   /** Scripts the next requests, in order. */
   failNext(...responses: Scripted[]): void {
     this.script.push(...responses);
+  }
+
+  /** Scripts the next WebSocket upgrades, in order. */
+  scriptUpgrades(...upgrades: ScriptedUpgrade[]): void {
+    this.upgradeScript.push(...upgrades);
+  }
+
+  /** The session's newest connection that is still open. */
+  connection(sessionId: string): FakeConnection | undefined {
+    return this.connections.findLast((c) => c.sessionId === sessionId && c.closed === null);
+  }
+
+  /** Waits until `count` connections have been accepted (in total), and returns the newest. */
+  async waitForConnection(count = 1, timeoutMs = 5000): Promise<FakeConnection> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.connections.length < count) {
+      if (Date.now() > deadline) throw new Error(`only ${this.connections.length} connections`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return this.connections[count - 1];
+  }
+
+  /** Writes a `command` message to the session's open connection; returns its id. */
+  sendCommand(
+    sessionId: string,
+    command: { name: string; data?: unknown; commandId?: string; issuedAt?: number },
+  ): string {
+    const connection = this.connection(sessionId);
+    if (!connection) throw new Error(`session ${sessionId} has no open connection`);
+    const commandId = command.commandId ?? randomUUID();
+    connection.ws.send(
+      JSON.stringify({
+        type: 'command',
+        commandId,
+        name: command.name,
+        data: command.data ?? {},
+        issuedAt: command.issuedAt ?? Date.now(),
+      }),
+    );
+    return commandId;
+  }
+
+  /** Every message of a type that the devices sent over any connection, in order. */
+  socketMessages(type: string): SocketMessage[] {
+    return this.connections.flatMap((c) => c.received.filter((m) => m.type === type));
   }
 
   eventRequests(): RecordedRequest[] {
@@ -84,6 +165,7 @@ export class FakeLiveline {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    for (const client of this.wss.clients) client.terminate();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -101,6 +183,9 @@ export class FakeLiveline {
         res.destroy(error instanceof Error ? error : new Error(String(error)));
       });
     });
+    server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+      this.upgrade(req, socket, head),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.port, '127.0.0.1', () => resolve());
@@ -145,6 +230,84 @@ export class FakeLiveline {
     sendJson(res, status, body, status >= 400 ? { 'content-type': 'application/problem+json' } : {});
   }
 
+  /** Plays the realtime route: checks the token, then welcomes like the real server (or as scripted). */
+  private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+    this.upgradeAttempts.push(performance.now());
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const match = /^\/client\/v1\/sessions\/([^/]+)\/realtime$/.exec(url.pathname);
+    const token = req.headers.authorization ?? `Bearer ${url.searchParams.get('access_token')}`;
+    const scripted = this.upgradeScript.shift();
+    const refusal =
+      typeof scripted === 'object' && 'status' in scripted
+        ? scripted.status
+        : !match
+          ? 404
+          : token !== `Bearer ${this.token}`
+            ? 401
+            : null;
+    if (scripted === 'drop') {
+      socket.destroy();
+      return;
+    }
+    if (refusal !== null || !match) {
+      const status = refusal ?? 404;
+      socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const sessionId = decodeURIComponent(match[1]);
+      const connection: FakeConnection = {
+        sessionId,
+        ws,
+        headers: req.headers,
+        url: req.url ?? '',
+        received: [],
+        heartbeats: [],
+        closed: null,
+      };
+      this.connections.push(connection);
+      ws.on('close', (code, reason) => {
+        connection.closed = { code, reason: reason.toString() };
+      });
+      const session = this.sessions.get(sessionId);
+      if (scripted && 'close' in scripted) return ws.close(scripted.close, 'scripted');
+      if (!session) return ws.close(4004, 'no such session');
+      if (session.endedAt !== null) return ws.close(4009, 'the session has ended');
+      // One connection per session, like the real server: the older one is replaced.
+      for (const other of this.connections) {
+        if (other !== connection && other.sessionId === sessionId && other.closed === null) {
+          other.ws.close(4001, 'replaced by a newer connection');
+        }
+      }
+      ws.on('message', (data) => this.receive(connection, session, data.toString()));
+      if (this.autoWelcome) {
+        ws.send(
+          JSON.stringify({ type: 'welcome', sessionId, heartbeatIntervalMs: this.heartbeatIntervalMs }),
+        );
+      }
+    });
+  }
+
+  private receive(connection: FakeConnection, session: StoredSession, text: string): void {
+    const message = JSON.parse(text) as SocketMessage;
+    connection.received.push(message);
+    if (message.type === 'heartbeat') connection.heartbeats.push(performance.now());
+    if (message.type !== 'events' || !this.answerSocketEvents) return;
+    const [status, answer] = this.ingest(session, { events: message.events });
+    const requestId = message.requestId;
+    const reply =
+      status === 200
+        ? { type: 'events.ack', ...(answer as object), requestId }
+        : {
+            type: 'error',
+            code: (answer as { code: string }).code,
+            message: (answer as { detail: string }).detail,
+            errors: (answer as { errors?: unknown }).errors,
+            requestId,
+          };
+    connection.ws.send(JSON.stringify(reply));
+  }
+
   private route(
     method: string,
     path: string,
@@ -166,9 +329,12 @@ export class FakeLiveline {
         events: [],
       });
       const realtimeUrl = `ws://127.0.0.1:${this.port}/client/v1/sessions/${sessionId}/realtime`;
-      return [201, { sessionId, realtimeUrl, heartbeatIntervalMs: 15_000 }];
+      return [201, { sessionId, realtimeUrl, heartbeatIntervalMs: this.heartbeatIntervalMs }];
     }
-    const match = /^\/client\/v1\/sessions\/([^/]+)\/(events|end)$/.exec(path);
+    const match =
+      /^\/client\/v1\/sessions\/([^/]+)\/(events|end|stream\/start|stream\/stop|record\/start|record\/stop)$/.exec(
+        path,
+      );
     const session = match ? this.sessions.get(decodeURIComponent(match[1])) : undefined;
     if (method !== 'POST' || !match || !session) return [404, problem(404, 'not_found')];
     if (match[2] === 'end') {
@@ -178,6 +344,43 @@ export class FakeLiveline {
       }
       return [200, sessionObject(session)];
     }
+    if (match[2] !== 'events') return this.streamRoute(session.sessionId, match[2]);
+    return this.ingest(session, body);
+  }
+
+  /** The app-initiated stream and recording routes, with their 409s. */
+  private streamRoute(sessionId: string, action: string): [number, unknown] {
+    const state = this.streams.get(sessionId) ?? { streamingSessionId: null, recordingId: null };
+    this.streams.set(sessionId, state);
+    const conflict = (code: string): [number, unknown] => [409, problem(409, code)];
+    switch (action) {
+      case 'stream/start':
+        if (state.streamingSessionId) return conflict('already_streaming');
+        state.streamingSessionId = randomUUID();
+        return [200, { streamingSessionId: state.streamingSessionId }];
+      case 'stream/stop': {
+        const streamingSessionId = state.streamingSessionId;
+        if (!streamingSessionId) return conflict('not_streaming');
+        state.streamingSessionId = null;
+        state.recordingId = null;
+        return [200, { streamingSessionId }];
+      }
+      case 'record/start':
+        if (!state.streamingSessionId) return conflict('not_streaming');
+        if (state.recordingId) return conflict('already_recording');
+        state.recordingId = randomUUID();
+        return [200, { recordingId: state.recordingId }];
+      default: {
+        const recordingId = state.recordingId;
+        if (!recordingId) return conflict('not_recording');
+        state.recordingId = null;
+        return [200, { recordingId }];
+      }
+    }
+  }
+
+  /** Validates and stores a batch like the real server: [status, answer]. */
+  private ingest(session: StoredSession, body: Record<string, unknown>): [number, unknown] {
     const checked = validateBatch(body, session.sessionId, this.maxReportedErrors);
     if (checked.errors.length > 0) {
       const detail = `The event batch was rejected, nothing was stored: ${checked.errors[0].path} ${checked.errors[0].message}.`;

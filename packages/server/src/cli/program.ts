@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerAdmin } from './admin.ts';
 import { CliError } from './errors.ts';
+import { registerSim } from './sim.ts';
 import { registerStart } from './start.ts';
 
 function version(): string {
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerStart(program);
   registerAdmin(program);
+  registerSim(program);
   return program;
 }
 

@@ -1,0 +1,189 @@
+/**
+ * `liveline sim` as a user runs it: a real process against a real server, commands sent with the
+ * tenant API, and Ctrl-C (SIGINT) ending the sessions.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTenant, type TenantFixture } from '../helpers/api.ts';
+import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+
+type Json = Record<string, unknown>;
+
+const ROOT = path.resolve(import.meta.dirname, '../../../..');
+const CLI = ['--import', 'tsx', 'packages/server/src/cli/main.ts'];
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+/** The test runner's environment without anything that would steer the child's settings. */
+function childEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || k === 'PORT' || k === 'DATABASE_URL' || k.startsWith('LIVELINE_')) continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+interface Sim {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+function startSim(args: string[], env: Record<string, string>): Sim {
+  const child = spawn(process.execPath, [...CLI, 'sim', ...args], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+async function waitFor(condition: () => boolean, what: () => string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting; output so far:\n${what()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe.each(backends)('liveline sim (%s)', (backend) => {
+  let server: TestServer;
+  let tenant: TenantFixture;
+  const running: Sim[] = [];
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LIVELINE_COMMAND_SWEEP_MS: '100' });
+    tenant = await createTenant(server.url, server.adminToken);
+  });
+  afterEach(() => {
+    for (const sim of running.splice(0)) if (sim.child.exitCode === null) sim.child.kill('SIGKILL');
+  });
+  afterAll(async () => server?.close());
+
+  it('starts headsets, prints and acknowledges a command sent to one, reports health; Ctrl-C ends the sessions', async () => {
+    const sim = startSim(['--devices', '2', '--url', server.url, '--health-interval', '0.2'], {
+      LIVELINE_CLIENT_ID: tenant.clientId,
+      LIVELINE_CLIENT_SECRET: tenant.clientSecret,
+    });
+    running.push(sim);
+    const log = () => `${sim.stdout()}\n${sim.stderr()}`;
+    const sessionLine = new RegExp(`^(sim-\\d+)  session (${UUID})$`, 'gm');
+    await waitFor(() => [...sim.stdout().matchAll(sessionLine)].length === 2, log);
+    const sessions = new Map([...sim.stdout().matchAll(sessionLine)].map((m) => [m[1], m[2]]));
+    expect([...sessions.keys()].sort()).toEqual(['sim-1', 'sim-2']);
+    expect(sim.stdout()).toContain(`liveline sim: 2 headsets on ${server.url}`);
+    expect(sim.stdout()).toContain(`curl -X POST ${server.url}/sessions/`);
+    const sessionId = sessions.get('sim-2') ?? '';
+
+    const sent = await call<Json>(server.url, 'POST', `/sessions/${sessionId}/realtime/commands`, {
+      token: tenant.token,
+      json: { name: 'text', data: 'hello from the test' },
+    });
+    expect(sent.status).toBe(202);
+    // Written to the socket at once (the sim may even have acknowledged it by the time of the answer).
+    expect(['delivered', 'acknowledged']).toContain(sent.body.status);
+    await waitFor(
+      () =>
+        sim
+          .stdout()
+          .includes(`${sessionId} sim-2  text "hello from the test"  [${String(sent.body.commandId)}]`),
+      log,
+    );
+    await expect
+      .poll(
+        async () =>
+          (
+            await call<Json>(
+              server.url,
+              'GET',
+              `/sessions/${sessionId}/realtime/commands/${String(sent.body.commandId)}`,
+              { token: tenant.token },
+            )
+          ).body.status,
+        { timeout: 5000 },
+      )
+      .toBe('acknowledged');
+
+    const custom = await call<Json>(server.url, 'POST', `/sessions/${sessionId}/realtime/commands`, {
+      token: tenant.token,
+      json: {
+        name: 'jump',
+        data: { names: ['height', 'twice'], types: ['float', 'bool'], values: ['2.5', 'true'] },
+      },
+    });
+    await waitFor(() => sim.stdout().includes(`${sessionId} sim-2  jump height=2.5 twice=true`), log);
+    const stream = await call<Json>(server.url, 'POST', `/sessions/${sessionId}/realtime/commands/stream`, {
+      token: tenant.token,
+      json: { resolution: 2, aspectratio: 0 },
+    });
+    await waitFor(() => sim.stdout().includes(`${sessionId} sim-2  stream.start 1080p 16:9`), log);
+    await expect
+      .poll(
+        async () =>
+          (
+            (await call<Json>(server.url, 'GET', `/sessions/${sessionId}`, { token: tenant.token })).body
+              .stream as Json
+          ).state,
+      )
+      .toBe('streaming');
+    expect(custom.status).toBe(202);
+    expect(stream.status).toBe(202);
+
+    // Health events arrive every 0.2 s (the SDK sends them within its flush interval).
+    await expect
+      .poll(
+        async () => {
+          const session = await call<Json>(server.url, 'GET', `/sessions/${sessionId}`, {
+            token: tenant.token,
+          });
+          return (session.body.events as Json[]).filter((e) => e.eventType === 'Health').length;
+        },
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThan(0);
+
+    sim.child.kill('SIGINT');
+    expect(await sim.exited).toBe(0);
+    expect(sim.stdout()).toContain(`${sessionId} sim-2  session ended`);
+    for (const id of sessions.values()) {
+      const session = await call<Json>(server.url, 'GET', `/sessions/${id}`, { token: tenant.token });
+      expect(session.body).toMatchObject({ status: 'ended', connected: false });
+    }
+  });
+
+  it('says what it needs when it has no tenant credentials, and reports bad ones', async () => {
+    const run = (args: string[], env: Record<string, string>) =>
+      new Promise<{ code: number; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [...CLI, 'sim', ...args],
+          { cwd: ROOT, env: childEnv(env) },
+          (error, _out, stderr) =>
+            resolve({
+              code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
+              stderr: String(stderr),
+            }),
+        );
+      });
+    const none = await run(['--url', server.url], {});
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^no_credentials: .*--client-id/);
+    const bad = await run(
+      ['--url', server.url, '--client-id', tenant.clientId, '--client-secret', 'nope'],
+      {},
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^invalid_client: /);
+  });
+});
