@@ -98,6 +98,30 @@ describe.each(backends)('realtime channel and commands (%s)', (backend) => {
     await socket.close();
   });
 
+  it('ending the session closes its socket with 4009', async () => {
+    const d = await device();
+    const socket = await TestSocket.open(base, d.sessionId, d.token);
+    await socket.ofType('welcome');
+    await call(base, 'POST', `/client/v1/sessions/${d.sessionId}/end`, { token: d.token });
+    expect((await socket.waitClosed()).code).toBe(4009);
+  });
+
+  it('the 202 says delivered even when the device acked before the answer', async () => {
+    const d = await device();
+    const socket = await TestSocket.open(base, d.sessionId, d.token);
+    await socket.ofType('welcome');
+    socket.ws.on('message', (data) => {
+      const m = JSON.parse(data.toString());
+      if (m.type === 'command') socket.send({ type: 'ack', commandId: m.commandId, ok: true });
+    });
+    for (let i = 0; i < 20; i++) {
+      const sent = await command(d.sessionId, { name: 'text', data: `quick ${i}` });
+      expect(sent.body.status).toBe('delivered');
+      expect(sent.body.deliveredAt).toEqual(expect.any(Number));
+    }
+    await socket.close();
+  });
+
   it('a second connection replaces the first (4001)', async () => {
     const d = await device();
     const one = await TestSocket.open(base, d.sessionId, d.token);

@@ -100,7 +100,9 @@ export class CommandsService {
     }
     await this.bus.publish({ type: 'flush', sessionId: session.session_id });
     const row = await store.findCommand(db, session.session_id, commandId);
-    return this.view(row!);
+    // The answer tells how far delivery got (CONTRACT §3: delivered or queued), even when a quick
+    // device has already acknowledged it; GET shows the later states.
+    return { ...this.view(row!), status: row!.delivered_at === null ? 'queued' : 'delivered' } as const;
   }
 
   private async replayed(session: SessionRow, input: IssueCommand) {

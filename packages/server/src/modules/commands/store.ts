@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { offsetOf, type PageRequest } from '../../http/pagination.ts';
 import type { Database } from '../../storage/index.ts';
 import type { CommandsTable } from '../../storage/schema.ts';
@@ -42,11 +42,14 @@ export function pendingCommands(db: Kysely<Database>, sessionId: string, now: nu
 
 export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {
   if (commandIds.length === 0) return;
+  // A quick device may have answered already: its answer stays, the delivery time is still recorded.
   await db
     .updateTable('commands')
-    .set({ status: 'delivered', delivered_at: at })
+    .set({
+      status: sql<string>`case when status = 'queued' then 'delivered' else status end`,
+      delivered_at: sql<number>`coalesce(delivered_at, ${at})`,
+    })
     .where('command_id', 'in', commandIds)
-    .where('status', '=', 'queued')
     .execute();
 }
 

@@ -21,6 +21,11 @@ interface Connection {
   sent: Set<string>;
   /** Serialises command writes, so commands reach the device in the order they were accepted. */
   chain: Promise<void>;
+  /**
+   * Serialises the device's messages: an ack is fully applied (a stream is `streaming`) before the
+   * events the device sends next are stamped.
+   */
+  inbox: Promise<void>;
   lastTouch: number;
   alive: boolean;
 }
@@ -38,6 +43,15 @@ export class RealtimeHub {
     private readonly log: FastifyBaseLogger,
   ) {
     ctx.bus.subscribe((message) => this.onBus(message));
+    // An ended session's socket is closed wherever it is (the device can still post late events).
+    ctx.signals.on('session.ended', ({ sessionId }) =>
+      ctx.bus.publish({
+        type: 'close',
+        sessionId,
+        code: CLOSE.sessionEnded,
+        reason: 'the session has ended',
+      }),
+    );
     ctx.sessions.addDecorator(async (ids) => {
       const connected = await ctx.bus.connected(ids);
       return new Map([...connected].map((id) => [id, { connected: true }]));
@@ -78,6 +92,7 @@ export class RealtimeHub {
       socket,
       sent: new Set(),
       chain: Promise.resolve(),
+      inbox: Promise.resolve(),
       lastTouch: 0,
       alive: true,
     };
@@ -158,10 +173,18 @@ export class RealtimeHub {
       this.send(conn, { type: 'error', code: parsed.code, message: parsed.message });
       return;
     }
-    this.handle(conn, parsed.message).catch((err) => {
-      this.log.error({ err }, 'device message failed');
-      this.send(conn, { type: 'error', code: 'internal', message: 'The message could not be processed.' });
-    });
+    const message = parsed.message;
+    conn.inbox = conn.inbox.then(() =>
+      this.handle(conn, message).catch((err) => {
+        this.log.error({ err }, 'device message failed');
+        this.send(conn, {
+          type: 'error',
+          code: 'internal',
+          message: 'The message could not be processed.',
+          ...(message.type === 'events' && message.requestId ? { requestId: message.requestId } : {}),
+        });
+      }),
+    );
   }
 
   private async handle(conn: Connection, message: DeviceMessage) {

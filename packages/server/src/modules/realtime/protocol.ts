@@ -31,6 +31,9 @@ export const CLOSE = {
   sessionEnded: 4009,
 } as const;
 
+/** The device's explanation of a refusal is kept with the command; it stays readable, not a payload. */
+const MAX_ACK_ERROR = 4096;
+
 export type ParseResult = { ok: true; message: DeviceMessage } | { ok: false; code: string; message: string };
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -61,6 +64,13 @@ export function parseDeviceMessage(raw: string): ParseResult {
           ok: false,
           code: 'malformed_message',
           message: 'An ack is {type: "ack", commandId: string, ok: boolean, error?}.',
+        };
+      }
+      if (error !== undefined && JSON.stringify(error).length > MAX_ACK_ERROR) {
+        return {
+          ok: false,
+          code: 'malformed_message',
+          message: `An ack's error may hold at most ${MAX_ACK_ERROR} characters of JSON.`,
         };
       }
       return { ok: true, message: { type: 'ack', commandId, ok, error } };
