@@ -8,13 +8,15 @@ import { backends, startTestServer, type TestServer } from '../helpers/server.ts
 
 const README = path.resolve(import.meta.dirname, '../../../../README.md');
 const MARKER = '<!-- walkthrough -->';
+const REALTIME_MARKER = '<!-- walkthrough-realtime -->';
+const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 /** The fenced bash block right after the walk-through marker: the commands a reader copies. */
-function walkthrough(): string {
+function walkthrough(marker = MARKER): string {
   const readme = fs.readFileSync(README, 'utf8');
-  const match = new RegExp(`${MARKER}\\s*\`\`\`bash\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme);
-  if (!match) throw new Error(`README.md has no \`\`\`bash block after ${MARKER}`);
+  const match = new RegExp(`${marker}\\s*\`\`\`bash\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme);
+  if (!match) throw new Error(`README.md has no \`\`\`bash block after ${marker}`);
   return match[1];
 }
 
@@ -25,17 +27,17 @@ interface Run {
 }
 
 /** Runs the script with bash in an empty directory, as a reader's second terminal would. */
-function runBash(script: string, env: Record<string, string>): Promise<Run> {
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-readme-'));
-  const file = path.join(cwd, 'walkthrough.sh');
+function runBash(script: string, env: Record<string, string>, inRepo = false): Promise<Run> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-readme-'));
+  const file = path.join(dir, 'walkthrough.sh');
   fs.writeFileSync(file, script);
   return new Promise((resolve) => {
     execFile(
       'bash',
       [file],
-      { cwd, env: { ...process.env, ...env }, timeout: 60_000 },
+      { cwd: inRepo ? ROOT : dir, env: { ...process.env, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
-        fs.rmSync(cwd, { recursive: true, force: true });
+        fs.rmSync(dir, { recursive: true, force: true });
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
       },
@@ -105,5 +107,41 @@ describe.each(backends)('README walk-through (%s)', (backend) => {
       'Health',
       'SessionEnd',
     ]);
+  });
+});
+
+describe.each(backends)('README realtime walk-through with the simulator (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    // From the repository root, as the README says (`npm run liveline` lives there).
+    run = await runBash(walkthrough(REALTIME_MARKER), { BASE: server.url, ADMIN: server.adminToken }, true);
+  }, 90_000);
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('the headset printed each of the seven commands, and each was acknowledged', () => {
+    const out = run.stdout;
+    for (const line of [
+      /sim-1 {2}stream\.start 1080p 16:9 stream /,
+      /sim-1 {2}record\.start recording /,
+      /sim-1 {2}camera fieldOfView=90 cameraView=ThirdPerson/,
+      /sim-1 {2}text "Welcome to the demo!"/,
+      /sim-1 {2}difficulty level=3 hardcore=true speed=1\.5/,
+      /sim-1 {2}record\.stop/,
+      /sim-1 {2}stream\.stop/,
+    ]) {
+      expect(out).toMatch(line);
+    }
+    const statuses = out.match(/\{"name":"[^"]+","status":"acknowledged"\}/g) ?? [];
+    expect(statuses).toHaveLength(7);
+    expect(out).toMatch(/"eventType":"StreamStarted"/);
+    expect(out).toMatch(/"eventType":"StreamStopped","streamingSessionId":"[^"]+","reason":"command"/);
   });
 });
