@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessToken, call, createTenant, deviceToken } from '../helpers/api.ts';
-import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+import { backends, manualClock, startTestServer, type TestServer } from '../helpers/server.ts';
 
 describe.each(backends)('auth (%s)', (backend) => {
   let server: TestServer;
@@ -193,5 +193,29 @@ describe.each(backends)('auth (%s)', (backend) => {
     });
     expect(list.text).not.toContain(t.clientSecret);
     expect(list.body.clients).toHaveLength(1);
+  });
+});
+
+describe.each(backends)('token expiry (%s)', (backend) => {
+  const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LIVELINE_ACCESS_TOKEN_TTL_S: '120' }, { clock });
+  });
+  afterAll(async () => server?.close());
+
+  it('a token that worked stops working when it expires (verified tokens are not kept past exp)', async () => {
+    const t = await createTenant(server.url, server.adminToken);
+    const device = await deviceToken(server.url, t.token, 'expiring');
+    const start = () => call(server.url, 'POST', '/client/v1/sessions', { token: device, json: {} });
+    expect((await start()).status).toBe(201);
+    expect((await call(server.url, 'GET', '/sessions/active', { token: t.token })).status).toBe(200);
+    clock.advance(121_000);
+    expect((await call(server.url, 'GET', '/sessions/active', { token: t.token })).status).toBe(401);
+    expect((await start()).status).toBe(201); // device tokens live 24 h by default
+    clock.advance(86_400_000);
+    const expired = await start();
+    expect(expired.status).toBe(401);
+    expect(expired.body.code).toBe('unauthorized');
   });
 });

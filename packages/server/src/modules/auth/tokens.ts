@@ -27,8 +27,20 @@ export interface OperatorPrincipal {
 
 export type Principal = TenantPrincipal | DevicePrincipal | OperatorPrincipal;
 
+/** Verified tokens kept, so a backend or device reusing its token skips the signature check. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /** Signs and verifies the two kinds of JWT the server issues: tenant access tokens and device tokens. */
 export class TokenService {
+  /**
+   * token → what it verified to, until it expires. Keyed by the whole token (signature included),
+   * so only a token that verified before can hit. Insertion order makes the Map an LRU.
+   */
+  private readonly verified = new Map<
+    string,
+    { principal: TenantPrincipal | DevicePrincipal; expiresAt: number }
+  >();
+
   constructor(
     private readonly keys: ServerKeys,
     private readonly issuer: string,
@@ -65,6 +77,23 @@ export class TokenService {
 
   /** The principal a token stands for, or null when it is not a valid, unexpired token of ours. */
   async verify(token: string): Promise<TenantPrincipal | DevicePrincipal | null> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      this.verified.delete(token);
+      if (cached.expiresAt > this.clock.now()) {
+        this.verified.set(token, cached);
+        return cached.principal;
+      }
+    }
+    const checked = await this.verifySignature(token);
+    if (checked) {
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, checked);
+    }
+    return checked?.principal ?? null;
+  }
+
+  private async verifySignature(token: string) {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
@@ -83,19 +112,22 @@ export class TokenService {
       });
       const tenantId = payload.tenant;
       if (typeof tenantId !== 'string' || typeof payload.sub !== 'string') return null;
+      const expiresAt = (payload.exp ?? 0) * 1000;
       const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
       if (aud === TENANT_AUDIENCE) {
         const scopes = new Set<Scope>();
         for (const s of String(payload.scope ?? '').split(' ')) if (isScope(s)) scopes.add(s);
-        return { kind: 'tenant', tenantId, clientId: payload.sub, scopes };
+        const principal: TenantPrincipal = { kind: 'tenant', tenantId, clientId: payload.sub, scopes };
+        return { principal, expiresAt };
       }
       const cohort = payload.cohort;
-      return {
+      const principal: DevicePrincipal = {
         kind: 'device',
         tenantId,
         playerId: payload.sub,
         tenantCohortId: typeof cohort === 'string' ? cohort : null,
       };
+      return { principal, expiresAt };
     } catch (err) {
       if (err instanceof joseErrors.JOSEError) return null;
       throw err;
