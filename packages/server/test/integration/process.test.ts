@@ -1,21 +1,15 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/api.ts';
 import {
-  BIN,
-  baseEnv,
-  CLI,
   cli,
   type Env,
   exitWithin,
   freePort,
   logLines,
-  ROOT,
   type ServerProcess,
   sleep,
   startProcess,
