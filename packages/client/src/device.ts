@@ -1,4 +1,5 @@
 import { backoffDelay, type RetryOptions } from './backoff.ts';
+import * as rewards from './challenges.ts';
 import {
   type CameraHandler,
   CommandRouter,
@@ -326,6 +327,18 @@ export class LivelineDevice {
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ through, resolve, reject }));
     this.kick();
     return done;
+  }
+
+  /** Every challenge of the tenant's current campaigns, with this player's progress and status. */
+  challenges(): Promise<rewards.Challenge[]> {
+    this.assertOpen();
+    return rewards.challenges(this.http);
+  }
+
+  /** Claims a completed challenge (again: the same claim); 409 `challenge_not_complete` before that. */
+  claim(challengeId: string): Promise<rewards.Claim> {
+    this.assertOpen();
+    return rewards.claim(this.http, challengeId);
   }
 
   /** Flushes, closes the realtime channel, then ends the session; returns the ended session. */

@@ -1,4 +1,5 @@
 export { backoffDelay, type RetryOptions } from './backoff.ts';
+export * from './challenges.ts';
 export {
   type CameraHandler,
   type CameraSettings,

@@ -16,8 +16,10 @@ import { authRoutes } from './modules/auth/routes.ts';
 import { commandsRoutes } from './modules/commands/routes.ts';
 import { eventsRoutes } from './modules/events/routes.ts';
 import { realtimeRoutes } from './modules/realtime/routes.ts';
+import { rewardsRoutes } from './modules/rewards/routes.ts';
 import { sessionsRoutes } from './modules/sessions/routes.ts';
 import { streamsRoutes } from './modules/streams/routes.ts';
+import { webhooksRoutes } from './modules/webhooks/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -168,5 +170,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(streamsRoutes, { ctx });
   await app.register(commandsRoutes, { ctx });
   await app.register(realtimeRoutes, { ctx });
+  await app.register(rewardsRoutes, { ctx });
+  await app.register(webhooksRoutes, { ctx });
   return app;
 }

@@ -27,6 +27,39 @@ export interface Config {
   rateLimitTenantRps: number;
   rateLimitDeviceRps: number;
   shutdownTimeoutMs: number;
+  webhooks: WebhookConfig;
+  rewards: RewardsConfig;
+}
+
+/** Streaming challenges (CONTRACT §7, §8). */
+export interface RewardsConfig {
+  /** Largest challenge import (multipart) or JSON challenge with its image, in bytes. */
+  importLimitBytes: number;
+  /** Failed verifications per minute per address per campaign before 429; 0 = no limit. */
+  verifyFailuresPerMinute: number;
+}
+
+/** Webhook delivery settings (CONTRACT §6; docs/configuration.md). */
+export interface WebhookConfig {
+  /** Delays before each retry, in seconds (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h by default). */
+  retryScheduleS: number[];
+  /** Deliver to private, loopback and link-local addresses too (tests, trusted networks). */
+  allowPrivate: boolean;
+  /** One attempt's whole time: connect, send, response headers and body. */
+  timeoutMs: number;
+  /** Attempts in flight in one process, and per endpoint. */
+  concurrency: number;
+  endpointConcurrency: number;
+  /** Fallback poll for due deliveries (new rows of this process wake the dispatcher at once). */
+  pollMs: number;
+  /** How long a claimed delivery stays claimed: a process that dies mid-attempt leaves it due again after this. */
+  leaseS: number;
+  /** An endpoint with nothing but failures for this long is disabled. */
+  disableAfterS: number;
+  /** How long each process trusts its cached list of a tenant's endpoints (changes made in this process apply at once). */
+  endpointCacheTtlMs: number;
+  /** Finished deliveries (and their attempts) older than this are deleted. */
+  retentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +79,47 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 function str(env: Env, name: string): string | null {
   const raw = env[name];
   return raw === undefined || raw.trim() === '' ? null : raw.trim();
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+const DEFAULT_WEBHOOK_RETRY_SCHEDULE_S = [5, 300, 1800, 7200, 18000, 36000, 36000];
+
+function secondsList(env: Env, name: string, fallback: number[]): number[] {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 50 || parts.some((p) => !/^\d+$/.test(p) || Number(p) > 30 * 86400)) {
+    throw new ConfigError(
+      `${name} must be a comma-separated list of at most 50 delays in seconds, got "${raw}"`,
+    );
+  }
+  return parts.map(Number);
+}
+
+function loadWebhookConfig(env: Env): WebhookConfig {
+  const timeoutMs = int(env, 'LIVELINE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000);
+  const leaseS = int(env, 'LIVELINE_WEBHOOK_LEASE_S', 60, 1, 86400);
+  if (leaseS * 1000 <= timeoutMs)
+    throw new ConfigError('LIVELINE_WEBHOOK_LEASE_S must be longer than LIVELINE_WEBHOOK_TIMEOUT_MS');
+  return {
+    retryScheduleS: secondsList(env, 'LIVELINE_WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE_S),
+    allowPrivate: bool(env, 'LIVELINE_WEBHOOK_ALLOW_PRIVATE', false),
+    timeoutMs,
+    concurrency: int(env, 'LIVELINE_WEBHOOK_CONCURRENCY', 128, 1, 10_000),
+    endpointConcurrency: int(env, 'LIVELINE_WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
+    pollMs: int(env, 'LIVELINE_WEBHOOK_POLL_MS', 1000, 10, 600_000),
+    leaseS,
+    disableAfterS: int(env, 'LIVELINE_WEBHOOK_DISABLE_AFTER_S', 5 * 86400, 1, 365 * 86400),
+    endpointCacheTtlMs: int(env, 'LIVELINE_WEBHOOK_CACHE_TTL_MS', 5000, 0, 3_600_000),
+    retentionDays: int(env, 'LIVELINE_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
+  };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -87,5 +161,10 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitTenantRps: int(env, 'LIVELINE_RATE_LIMIT_TENANT_RPS', 2000, 0, 10_000_000),
     rateLimitDeviceRps: int(env, 'LIVELINE_RATE_LIMIT_DEVICE_RPS', 100, 0, 10_000_000),
     shutdownTimeoutMs: int(env, 'LIVELINE_SHUTDOWN_TIMEOUT_MS', 10000, 100, 600000),
+    webhooks: loadWebhookConfig(env),
+    rewards: {
+      importLimitBytes: int(env, 'LIVELINE_IMPORT_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      verifyFailuresPerMinute: int(env, 'LIVELINE_VERIFY_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
+    },
   };
 }

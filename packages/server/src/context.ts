@@ -9,6 +9,7 @@ import type { CommandsService } from './modules/commands/service.ts';
 import type { EventsService } from './modules/events/service.ts';
 import type { SessionsService } from './modules/sessions/service.ts';
 import type { StreamsService } from './modules/streams/service.ts';
+import type { WebhooksService } from './modules/webhooks/service.ts';
 import type { Outbox } from './outbox.ts';
 import type { Signals } from './signals.ts';
 import type { Storage } from './storage/index.ts';
@@ -32,6 +33,7 @@ export interface AppContext {
   commands: CommandsService;
   /** Where modules write webhook messages, in the transaction of the fact they report. */
   outbox: Outbox;
+  webhooks: WebhooksService;
 }
 
 /** Options every module plugin receives. */

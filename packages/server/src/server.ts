@@ -13,6 +13,7 @@ import { CommandsService } from './modules/commands/service.ts';
 import { EventsService } from './modules/events/service.ts';
 import { SessionsService } from './modules/sessions/service.ts';
 import { StreamsService } from './modules/streams/service.ts';
+import { WebhooksService } from './modules/webhooks/service.ts';
 import { Signals } from './signals.ts';
 import { openStorage } from './storage/index.ts';
 
@@ -58,6 +59,7 @@ export async function startServer(
     const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
     const sessions = new SessionsService(storage, clock, events, signals);
     const bus = new MemoryBus();
+    const webhooks = new WebhooksService(storage, clock, config, logger, metrics, events, sessions);
     const ctx: AppContext = {
       config,
       storage,
@@ -73,8 +75,8 @@ export async function startServer(
       sessions,
       streams: new StreamsService(storage, clock, sessions, events, signals),
       commands: new CommandsService(storage, clock, bus, signals),
-      // Until the webhooks module provides the outbox, no endpoint can exist, so nothing is due.
-      outbox: { enqueue: async () => {} },
+      outbox: webhooks.outbox,
+      webhooks,
     };
     const app = await buildApp(ctx);
     app.addHook('onClose', async () => {

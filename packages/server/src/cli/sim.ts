@@ -22,6 +22,8 @@ interface SimOptions {
   clientSecret?: string;
   cohort?: string;
   healthInterval: number;
+  streamFor?: number;
+  claim?: boolean;
 }
 
 /** One simulated headset: its device, session and label for printing. */
@@ -74,6 +76,12 @@ export function registerSim(program: Command) {
     .option('--client-secret <secret>', 'its secret (default: $LIVELINE_CLIENT_SECRET)')
     .option('--cohort <tenantCohortId>', 'the cohort the sessions belong to')
     .option('--health-interval <seconds>', 'seconds between Health events', positiveSeconds, 5)
+    .option(
+      '--stream-for <seconds>',
+      'each headset streams (1080p, 16:9) for this long once it has started',
+      positiveSeconds,
+    )
+    .option('--claim', 'then claim every completed challenge and print how to redeem it')
     .action(async (opts: SimOptions) => runSim(opts, process.env));
 }
 
@@ -99,6 +107,9 @@ async function runSim(opts: SimOptions, env: Env): Promise<void> {
       `-H "authorization: Bearer $TOKEN" -H 'content-type: application/json' ` +
       `-d '{"name":"text","data":"hello headset"}'`,
   );
+
+  if (opts.streamFor !== undefined) await Promise.all(headsets.map((h) => streamFor(h, opts.streamFor!)));
+  if (opts.claim) await Promise.all(headsets.map((h) => claimCompleted(h)));
 
   await new Promise<void>((resolve) => {
     const stop = () => {
@@ -219,6 +230,40 @@ async function startHeadset(url: string, tenantToken: string, n: number, opts: S
     return health(battery);
   }, opts.healthInterval * 1000);
   return headset;
+}
+
+/** An app-initiated stream of the given length (spec rule 3: streams may start inside the app). */
+async function streamFor({ label, sessionId, device }: Headset, seconds: number): Promise<void> {
+  const { streamingSessionId } = await device.startStream({ resolution: 2, aspectratio: 0 });
+  out(`${sessionId} ${label}  streaming ${streamingSessionId} for ${seconds} s`);
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  await device.stopStream();
+  out(`${sessionId} ${label}  stream stopped`);
+}
+
+/** Claims what the player has completed, as a viewer app's claim button would, and says how to redeem it. */
+async function claimCompleted({ label, sessionId, device }: Headset): Promise<void> {
+  const say = (text: string) => out(`${sessionId} ${label}  ${text}`);
+  for (const challenge of await device.challenges()) {
+    const { rewardCode, progress } = challenge;
+    if (challenge.status === 'inProgress') {
+      say(
+        `challenge ${rewardCode}: ${progress.value}/${progress.target} (${challenge.rule.type}), not complete`,
+      );
+      continue;
+    }
+    const { redemption } = await device.claim(challenge.challengeId);
+    if (redemption.method === 'displayCode') {
+      say(
+        `claimed ${rewardCode}: display code ${redemption.code} — ${JSON.stringify(redemption.instructions)}`,
+      );
+    } else if (redemption.method === 'intent') {
+      const component = [redemption.packageName, redemption.activityName].filter(Boolean).join('/');
+      say(`claimed ${rewardCode}: intent ${redemption.form} ${component} data ${redemption.dataUrl}`);
+    } else {
+      say(`claimed ${rewardCode}: open ${redemption.url}`);
+    }
+  }
 }
 
 /** Handlers that print each command and succeed, and lines for the channel's ups and downs. */

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * The database as Kysely sees it. Each module owns its tables (see the module READMEs);
  * this file only declares their shapes so one query layer can be type-checked.
@@ -12,6 +14,12 @@ export interface Database {
   commands: CommandsTable;
   session_streams: SessionStreamsTable;
   stream_intervals: StreamIntervalsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  campaigns: CampaignsTable;
+  challenges: ChallengesTable;
+  claims: ClaimsTable;
 }
 
 export interface ServerKeysTable {
@@ -109,4 +117,110 @@ export interface StreamIntervalsTable {
   started_at: number;
   stopped_at: number | null;
   stop_reason: string | null;
+}
+
+export interface WebhookEndpointsTable {
+  webhook_id: string;
+  tenant_id: string;
+  url: string;
+  description: string | null;
+  /** JSON array of event types (filters `session.event`); null: every type. */
+  event_types: string | null;
+  /** JSON array of message types; null: every type. */
+  types: string | null;
+  /** 1 or 0. */
+  enabled: number;
+  /** `failing` when the server disabled it, `manual` when a user did. */
+  disabled_reason: string | null;
+  /** `whsec_…` as shown to the tenant: webhook secrets must sign, so they are stored, not digested. */
+  secret: string;
+  /** The secret before the last rotation, still signing until `previous_secret_until`. */
+  previous_secret: string | null;
+  previous_secret_until: number | null;
+  /** First failed attempt since the last success (null when the last attempt succeeded). */
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  /** Also the `webhook-id` header: the same on every attempt, retry and replay. */
+  delivery_id: string;
+  webhook_id: string;
+  tenant_id: string;
+  type: string;
+  event_type: string | null;
+  /** The exact body sent (and signed): `{type, timestamp, data}`. */
+  payload: string;
+  /** pending | delivered | failed */
+  status: string;
+  /** Attempts since the delivery was (re)queued: the position in the retry schedule. */
+  attempts: number;
+  /** When a pending delivery is due; a claim moves it one lease ahead. */
+  next_attempt_at: number;
+  /** The claim of the dispatcher working on it; its result only lands while the claim holds. */
+  claim_id: string | null;
+  created_at: number;
+  last_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  completed_at: number | null;
+}
+
+export interface WebhookAttemptsTable {
+  attempt_id: string;
+  delivery_id: string;
+  webhook_id: string;
+  attempted_at: number;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+}
+
+export interface CampaignsTable {
+  campaign_id: string;
+  tenant_id: string;
+  name: string;
+  /** IANA time zone; challenge days are its calendar days. */
+  timezone: string;
+  starts_at: number | null;
+  ends_at: number | null;
+  /** JSON text of the redemption configuration. */
+  redemption: string;
+  /** Keyed digest of the campaign secret (unique: the secret alone finds its campaign). */
+  secret_digest: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ChallengesTable {
+  challenge_id: string;
+  campaign_id: string;
+  tenant_id: string;
+  reward_code: string;
+  reward_title: string;
+  reward_requirement: string;
+  rule_type: string;
+  rule_target: number;
+  /** The 200×200 JPEG, base64. */
+  image: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ClaimsTable {
+  /** Positive integer, unique per deployment (autoincrement). */
+  claim_id: Generated<number>;
+  tenant_id: string;
+  campaign_id: string;
+  challenge_id: string;
+  player_id: string;
+  reward_code: string;
+  /** `XXXX-XXXX`, unique. */
+  display_code: string;
+  achievement_code: string;
+  /** JSON text of the redemption payload as returned at claim time. */
+  redemption: string;
+  claimed_at: number;
+  verified_at: number | null;
 }

@@ -13,6 +13,12 @@ export interface Storage {
   readonly maxBindParameters: number;
   /** How many write transactions may usefully run at once (SQLite has one writer). */
   readonly writeConcurrency: number;
+  /**
+   * Whether `select ... for update skip locked` works: several processes claiming work rows (the
+   * webhook outbox) then pass over each other's rows instead of waiting. Without it (SQLite, one
+   * writer) a claim is a conditional update, which is just as safe.
+   */
+  readonly skipLocked: boolean;
   readonly db: Kysely<Database>;
   /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
   readonly bulk: BulkInserter;

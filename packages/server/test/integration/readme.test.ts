@@ -9,6 +9,7 @@ import { backends, startTestServer, type TestServer } from '../helpers/server.ts
 const README = path.resolve(import.meta.dirname, '../../../../README.md');
 const MARKER = '<!-- walkthrough -->';
 const REALTIME_MARKER = '<!-- walkthrough-realtime -->';
+const REWARDS_MARKER = '<!-- walkthrough-rewards -->';
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
@@ -35,7 +36,7 @@ function runBash(script: string, env: Record<string, string>, inRepo = false): P
     execFile(
       'bash',
       [file],
-      { cwd: inRepo ? ROOT : dir, env: { ...process.env, ...env }, timeout: 60_000 },
+      { cwd: inRepo ? ROOT : dir, env: { ...process.env, ...env }, timeout: 150_000 },
       (error, stdout, stderr) => {
         fs.rmSync(dir, { recursive: true, force: true });
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
@@ -143,5 +144,42 @@ describe.each(backends)('README realtime walk-through with the simulator (%s)', 
     expect(statuses).toHaveLength(7);
     expect(out).toMatch(/"eventType":"StreamStarted"/);
     expect(out).toMatch(/"eventType":"StreamStopped","streamingSessionId":"[^"]+","reason":"command"/);
+  });
+});
+
+describe.each(backends)('README challenge walk-through: stream, claim, verify (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    // It streams for a real minute: the simulator is a separate process on the server's own clock.
+    run = await runBash(walkthrough(REWARDS_MARKER), { BASE: server.url, ADMIN: server.adminToken }, true);
+  }, 160_000);
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('claims by all three methods and verifies each claim', () => {
+    const out = run.stdout;
+    expect(out).toMatch(/"imported":2/);
+    expect(out).toMatch(/claimed FIRST_STREAM: display code [A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4} — "Show /);
+    expect(out).toMatch(/claimed MINUTE_MAN: display code /);
+    expect(out).toMatch(/challenge DEVOTED: 1\/3 \(uniqueDays\), not complete/);
+    expect(out).toMatch(
+      /claimed FIRST_STREAM: intent startActivity com\.acme\.game\/\.RedeemActivity data acme:\/\/redeem\?achievement=[A-Z0-9]{26}&reward=FIRST_STREAM/,
+    );
+    expect(out).toMatch(
+      /claimed FIRST_STREAM: open https:\/\/shop\.acme\.example\/redeem\?achievement=[A-Z0-9]{26}&reward=FIRST_STREAM/,
+    );
+    const verified =
+      out.match(
+        /\{"claimId":\d+,"rewardCode":"FIRST_STREAM","playerId":"sim-1".*"alreadyVerified":(true|false)\}/g,
+      ) ?? [];
+    expect(verified.map((v) => v.endsWith('true}'))).toEqual([false, true, false, false]);
+    expect(out).toMatch(/never issued is a 404\n404/);
   });
 });

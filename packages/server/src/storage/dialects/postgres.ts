@@ -58,6 +58,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   return {
     dialect: 'postgres',
     writeConcurrency: 4,
+    skipLocked: true,
     maxBindParameters: 65535,
     db,
     bulk,

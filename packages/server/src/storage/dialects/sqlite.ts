@@ -46,6 +46,7 @@ export function createSqliteStorage(options: SqliteOptions): Storage {
   return {
     dialect: 'sqlite',
     writeConcurrency: 1,
+    skipLocked: false,
     maxBindParameters: 32766,
     db,
     bulk,

@@ -1,0 +1,469 @@
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { uuidv7 } from 'uuidv7';
+import { Batcher } from '../../batcher.ts';
+import type { Clock } from '../../clock.ts';
+import type { WebhookConfig } from '../../config.ts';
+import type { Database, Storage } from '../../storage/index.ts';
+import type { WebhookMetrics } from './metrics.ts';
+import { afterFailure } from './schedule.ts';
+import type { AttemptOutcome, WebhookSender } from './sender.ts';
+import { webhookHeaders } from './signing.ts';
+import * as store from './store.ts';
+
+interface Settled {
+  delivery: store.DeliveryRow;
+  /** null: not attempted (the endpoint is gone or disabled). */
+  outcome: AttemptOutcome | null;
+  at: number;
+}
+
+/** How many candidates one claim query reads per free place (some may belong to full endpoints). */
+const CANDIDATES_PER_SLOT = 2;
+const MAX_CANDIDATES = 256;
+/** How many endpoints one claim looks at one by one when the oldest due rows belong to full ones. */
+const PROBES_PER_CLAIM = 32;
+/** How long the list of enabled endpoints (for those looks) is reused. */
+const ENDPOINT_LIST_TTL_MS = 2000;
+/** After new rows were written, how long to keep looking for them if the first look saw none (their
+ * transaction had not committed yet). */
+const EXPECT_WINDOW_MS = 2000;
+const EXPECT_RETRY_MS = 20;
+const PURGE_INTERVAL_MS = 10 * 60 * 1000;
+const PURGE_BATCH = 5000;
+/** Most claimed deliveries a process holds per in-flight slot (queued behind the attempts in flight). */
+const MAX_BUFFER_FACTOR = 4;
+
+interface Held {
+  delivery: store.DeliveryRow;
+  endpoint: store.EndpointRow | undefined;
+  claimedAt: number;
+}
+
+/** Counts per key that drop out at zero. */
+class Counts extends Map<string, number> {
+  add(key: string, n: number) {
+    const v = (this.get(key) ?? 0) + n;
+    if (v > 0) this.set(key, v);
+    else this.delete(key);
+  }
+  of(key: string) {
+    return this.get(key) ?? 0;
+  }
+}
+
+const claimOf = (h: Held) => ({ deliveryId: h.delivery.delivery_id, claimId: h.delivery.claim_id! });
+
+/**
+ * Sends due deliveries. Runs in every process: a delivery is claimed (a conditional update that
+ * moves it one lease ahead under a claim id, with `FOR UPDATE SKIP LOCKED` where the store has it)
+ * before it is sent, so two processes never send it at once; a claim whose process died expires
+ * with its lease and the delivery is due again.
+ *
+ * Claimed deliveries wait in a queue per endpoint; at most `endpointConcurrency` attempts per
+ * endpoint and `concurrency` overall are in flight, so a receiver that hangs holds its own slots,
+ * never another endpoint's. A claim takes a few deliveries per slot at once (so one query serves
+ * many attempts), no more than the lease allows to wait behind attempts that time out.
+ */
+export class Dispatcher {
+  private readonly queues = new Map<string, Held[]>();
+  /** Claimed and not settled (queued or in flight), overall and per endpoint. */
+  private held = 0;
+  private readonly heldPer = new Counts();
+  private flying = 0;
+  private readonly flyingPer = new Counts();
+  private readonly tasks = new Set<Promise<void>>();
+  private readonly maxHeldPerEndpoint: number;
+  private readonly maxHeld: number;
+  private stopped = true;
+  private round: Promise<void> | null = null;
+  private again = false;
+  /** The last claim left due rows behind for want of room overall: claim again as places free up. */
+  private backlog = false;
+  /** Endpoints whose due rows the last claims left behind because their queue was full. */
+  private readonly backlogged = new Set<string>();
+  private probeCursor = 0;
+  private endpointIds: { ids: string[]; at: number } | null = null;
+  private expectUntil = 0;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private lastPurge = 0;
+  private purging = false;
+  private readonly stop$ = new AbortController();
+  private readonly settle: Batcher<Settled, undefined>;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly config: WebhookConfig,
+    private readonly sender: WebhookSender,
+    private readonly metrics: WebhookMetrics,
+    private readonly logger: Logger,
+    /** Told when endpoints were disabled, so the outbox stops writing for them. */
+    private readonly onDisabled: (tenantId: string, webhookId: string) => void,
+  ) {
+    // A queued delivery may wait behind (factor - 1) attempts that time out; it must still be sent
+    // well inside its lease.
+    const factor = Math.max(
+      1,
+      Math.min(MAX_BUFFER_FACTOR, Math.floor((config.leaseS * 1000) / 2 / config.timeoutMs)),
+    );
+    this.maxHeldPerEndpoint = config.endpointConcurrency * factor;
+    this.maxHeld = config.concurrency * factor;
+    // Results of concurrent attempts share one transaction (one writer on SQLite).
+    this.settle = new Batcher(async (items) => {
+      await this.writeResults(items);
+      return items.map(() => undefined);
+    }, 500);
+  }
+
+  start() {
+    this.stopped = false;
+    const poll = () => {
+      this.wake();
+      void this.purgeIfDue();
+      this.pollTimer = setTimeout(poll, this.config.pollMs);
+      this.pollTimer.unref();
+    };
+    poll();
+  }
+
+  /** New rows were written (maybe not committed yet): look now, and a few times more if none are seen. */
+  nudge() {
+    this.expectUntil = performance.now() + EXPECT_WINDOW_MS;
+    this.wake();
+  }
+
+  /** Endpoints were added, changed or removed in this process (other processes' changes show within 2 s). */
+  endpointsChanged() {
+    this.endpointIds = null;
+  }
+
+  /** Stops claiming, cuts attempts in flight short and hands every held delivery back, due now. */
+  async stop() {
+    this.stopped = true;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.stop$.abort();
+    await this.round;
+    const queued = [...this.queues.values()].flat();
+    this.queues.clear();
+    await Promise.allSettled([...this.tasks]);
+    try {
+      await store.releaseClaims(this.storage.db, queued.map(claimOf), this.clock.now());
+    } catch (err) {
+      this.logger.warn(
+        { err },
+        'could not hand back queued webhook deliveries; they are due when their lease ends',
+      );
+    }
+    while (this.purging) await new Promise((r) => setTimeout(r, 10));
+    await this.sender.close();
+  }
+
+  private wake() {
+    if (this.stopped) return;
+    if (this.round) {
+      this.again = true;
+      return;
+    }
+    this.round = this.run().finally(() => {
+      this.round = null;
+    });
+  }
+
+  private async run() {
+    let found = 0;
+    do {
+      this.again = false;
+      try {
+        found += await this.claim();
+      } catch (err) {
+        if (!this.stopped) this.logger.error({ err }, 'webhook dispatch failed');
+        return;
+      }
+    } while (this.again && !this.stopped);
+    // Rows were announced but not seen: their transaction may still be committing.
+    if (found === 0 && !this.stopped && performance.now() < this.expectUntil && !this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.wake();
+      }, EXPECT_RETRY_MS);
+      this.retryTimer.unref();
+    }
+  }
+
+  /** Claims what the free places allow, queues it per endpoint and starts sending. Returns how many. */
+  private async claim(): Promise<number> {
+    const free = this.maxHeld - this.held;
+    if (free <= 0) {
+      this.backlog = true;
+      return 0;
+    }
+    const now = this.clock.now();
+    const claimId = uuidv7();
+    const cap = this.maxHeldPerEndpoint;
+    const counts = new Counts(this.heldPer);
+    const lock = this.storage.skipLocked;
+    let backlog = false;
+    const full = new Set<string>();
+    // Where rows can be locked, the claim is a transaction that holds them; elsewhere (SQLite) the
+    // conditional update alone is safe, and skipping the transaction avoids lock upgrades between
+    // processes sharing one file.
+    const inClaim = <T>(fn: (db: Kysely<Database>) => Promise<T>) =>
+      lock ? this.storage.db.transaction().execute(fn) : fn(this.storage.db);
+    const claimed = await inClaim(async (trx) => {
+      const picked = new Map<string, string[]>();
+      let n = 0;
+      const pick = (webhookId: string, deliveryId: string) => {
+        const list = picked.get(webhookId) ?? [];
+        list.push(deliveryId);
+        picked.set(webhookId, list);
+        counts.add(webhookId, 1);
+        n++;
+      };
+      // The oldest due rows, whatever their endpoint: one cheap index range.
+      const want = Math.min(MAX_CANDIDATES, Math.max(16, free * CANDIDATES_PER_SLOT));
+      for (const c of await store.dueDeliveries(trx, { now, limit: want, lock })) {
+        if (n >= free) {
+          backlog = true;
+          break;
+        }
+        if (counts.of(c.webhook_id) >= cap) full.add(c.webhook_id);
+        else pick(c.webhook_id, c.delivery_id);
+      }
+      // Rows left behind for full endpoints (a receiver that hangs, or a big backlog) may hide other
+      // endpoints' due rows further on: look at the other endpoints one by one, a few per round.
+      if (full.size > 0 && n < free) {
+        const ids = await this.enabledEndpointIds(trx);
+        let probes = 0;
+        for (let i = 0; i < ids.length && probes < PROBES_PER_CLAIM && n < free; i++) {
+          const id = ids[(this.probeCursor + i) % ids.length];
+          const room = Math.min(cap - counts.of(id), free - n);
+          if (full.has(id) || room <= 0) continue;
+          probes++;
+          const rows = await store.dueDeliveriesOf(trx, id, {
+            now,
+            limit: room,
+            lock,
+            skip: picked.get(id) ?? [],
+          });
+          for (const r of rows) pick(id, r.delivery_id);
+          if (rows.length === room) full.add(id);
+        }
+        this.probeCursor = ids.length > 0 ? (this.probeCursor + probes) % ids.length : 0;
+      }
+      return store.claimDeliveries(trx, [...picked.values()].flat(), {
+        now,
+        leaseUntil: now + this.config.leaseS * 1000,
+        claimId,
+      });
+    });
+    this.backlog = backlog || claimed.length >= free;
+    this.backlogged.clear();
+    for (const id of full) this.backlogged.add(id);
+    if (claimed.length === 0) return 0;
+
+    const endpoints = new Map(
+      (await store.endpointsByIds(this.storage.db, [...new Set(claimed.map((d) => d.webhook_id))])).map(
+        (e) => [e.webhook_id, e],
+      ),
+    );
+    for (const delivery of claimed) {
+      const queue = this.queues.get(delivery.webhook_id) ?? [];
+      queue.push({ delivery, endpoint: endpoints.get(delivery.webhook_id), claimedAt: now });
+      this.queues.set(delivery.webhook_id, queue);
+      this.held++;
+      this.heldPer.add(delivery.webhook_id, 1);
+    }
+    this.pump();
+    return claimed.length;
+  }
+
+  private async enabledEndpointIds(trx: Kysely<Database>) {
+    if (!this.endpointIds || performance.now() - this.endpointIds.at > ENDPOINT_LIST_TTL_MS) {
+      this.endpointIds = { ids: await store.enabledEndpointIds(trx), at: performance.now() };
+    }
+    return this.endpointIds.ids;
+  }
+
+  /** Starts queued deliveries while slots are free, one endpoint after another (round robin). */
+  private pump() {
+    let progress = true;
+    while (progress && this.flying < this.config.concurrency) {
+      progress = false;
+      for (const [webhookId, queue] of this.queues) {
+        if (this.flying >= this.config.concurrency) break;
+        if (this.flyingPer.of(webhookId) >= this.config.endpointConcurrency) continue;
+        const item = queue.shift();
+        if (queue.length === 0) this.queues.delete(webhookId);
+        if (!item) continue;
+        progress = true;
+        this.launch(item);
+      }
+    }
+  }
+
+  private launch(item: Held) {
+    const id = item.delivery.webhook_id;
+    const done = () => {
+      this.held--;
+      this.heldPer.add(id, -1);
+    };
+    // A delivery that waited too long may be claimed by another process any moment: leave it to
+    // whoever claims it when its lease ends, rather than risk sending it twice at once.
+    if (this.clock.now() + this.config.timeoutMs > item.claimedAt + this.config.leaseS * 1000) {
+      done();
+      return;
+    }
+    this.flying++;
+    this.flyingPer.add(id, 1);
+    const task = this.attempt(item.delivery, item.endpoint)
+      .catch((err: unknown) => this.logger.error({ err }, 'webhook attempt failed'))
+      .finally(() => {
+        this.flying--;
+        this.flyingPer.add(id, -1);
+        done();
+        this.tasks.delete(task);
+        if (this.stopped) return;
+        this.pump();
+        // Claim more once half the places are free (overall, or this endpoint's), not for every one.
+        const refill =
+          (this.backlog && this.held <= this.maxHeld / 2) ||
+          (this.backlogged.has(id) && this.heldPer.of(id) <= this.maxHeldPerEndpoint / 2);
+        if (refill) this.wake();
+      });
+    this.tasks.add(task);
+  }
+
+  private async attempt(delivery: store.DeliveryRow, endpoint: store.EndpointRow | undefined) {
+    const at = this.clock.now();
+    if (endpoint?.enabled !== 1) {
+      this.record({ delivery, outcome: null, at });
+      return;
+    }
+    const secrets = [endpoint.secret];
+    if (endpoint.previous_secret && (endpoint.previous_secret_until ?? 0) > at) {
+      secrets.push(endpoint.previous_secret);
+    }
+    const headers = webhookHeaders(secrets, delivery.delivery_id, at, delivery.payload);
+    const outcome = await this.sender.send(endpoint.url, headers, delivery.payload, this.stop$.signal);
+    if (this.stop$.signal.aborted) {
+      // Shutting down: the receiver may or may not have it; it is due again at once (at-least-once).
+      await store.releaseClaims(
+        this.storage.db,
+        [{ deliveryId: delivery.delivery_id, claimId: delivery.claim_id! }],
+        this.clock.now(),
+      );
+      return;
+    }
+    this.metrics.attemptDuration.observe(
+      { result: outcome.ok ? 'success' : 'failure' },
+      outcome.latencyMs / 1000,
+    );
+    this.record({ delivery, outcome, at });
+  }
+
+  /**
+   * Writes an attempt's result. Its slot is free already: the delivery stays claimed (under its
+   * lease) until the result is written, so nobody sends it again meanwhile.
+   */
+  private record(result: Settled) {
+    const write: Promise<void> = this.settle
+      .submit(result)
+      .catch((err: unknown) =>
+        this.logger.error(
+          { err },
+          'could not record a webhook attempt; the delivery is due again after its lease',
+        ),
+      )
+      .finally(() => this.tasks.delete(write));
+    this.tasks.add(write);
+  }
+
+  private async writeResults(items: Settled[]) {
+    const now = this.clock.now();
+    const health = new Map<string, boolean>();
+    const disabled = await this.storage.db.transaction().execute(async (trx) => {
+      for (const { delivery, outcome, at } of items) {
+        const claimId = delivery.claim_id!;
+        if (outcome === null) {
+          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
+            status: 'failed',
+            last_error: 'endpoint disabled or deleted',
+            completed_at: now,
+          });
+          continue;
+        }
+        await store.insertAttempt(trx, {
+          attempt_id: uuidv7(),
+          delivery_id: delivery.delivery_id,
+          webhook_id: delivery.webhook_id,
+          attempted_at: at,
+          status_code: outcome.statusCode,
+          latency_ms: outcome.latencyMs,
+          error: outcome.error,
+        });
+        const attempts = delivery.attempts + 1;
+        const common = {
+          attempts,
+          last_attempt_at: at,
+          last_status_code: outcome.statusCode,
+          last_error: outcome.error,
+        };
+        if (outcome.ok) {
+          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
+            ...common,
+            status: 'delivered',
+            completed_at: now,
+          });
+          this.metrics.deliveries.inc({ outcome: 'delivered' });
+        } else {
+          const next = afterFailure(this.config.retryScheduleS, attempts, now);
+          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
+            ...common,
+            status: next.retry ? 'pending' : 'failed',
+            next_attempt_at: next.retry ? next.at : now,
+            completed_at: next.retry ? null : now,
+          });
+          this.metrics.deliveries.inc({ outcome: next.retry ? 'retrying' : 'failed' });
+        }
+        health.set(delivery.webhook_id, outcome.ok);
+      }
+      for (const [webhookId, ok] of health) await store.recordEndpointHealth(trx, webhookId, ok, now);
+      const failing = [...health].filter(([, ok]) => !ok).map(([id]) => id);
+      const failingBefore = now - this.config.disableAfterS * 1000;
+      const off = await store.disableFailingEndpoints(trx, failing, failingBefore, now);
+      for (const e of off) await store.failPending(trx, e.webhook_id, 'endpoint disabled after failing', now);
+      return off;
+    });
+    for (const e of disabled) {
+      this.logger.warn(
+        { webhookId: e.webhook_id, tenantId: e.tenant_id, failingForS: this.config.disableAfterS },
+        'webhook endpoint disabled: nothing but failures',
+      );
+      this.onDisabled(e.tenant_id, e.webhook_id);
+    }
+  }
+
+  /** Retention: finished deliveries older than `retentionDays` go, in small batches, every few minutes. */
+  private async purgeIfDue() {
+    if (this.purging || (this.lastPurge !== 0 && performance.now() - this.lastPurge < PURGE_INTERVAL_MS))
+      return;
+    this.purging = true;
+    this.lastPurge = performance.now();
+    try {
+      const before = store.uuidv7Floor(this.clock.now() - this.config.retentionDays * 86400_000);
+      let purged = 0;
+      for (let n = PURGE_BATCH; n === PURGE_BATCH && !this.stopped; ) {
+        n = await store.purgeFinished(this.storage.db, before, PURGE_BATCH);
+        purged += n;
+      }
+      if (purged > 0) this.logger.info({ purged }, 'old webhook deliveries deleted');
+    } catch (err) {
+      if (!this.stopped) this.logger.error({ err }, 'webhook retention purge failed');
+    } finally {
+      this.purging = false;
+    }
+  }
+}

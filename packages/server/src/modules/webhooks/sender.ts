@@ -1,0 +1,116 @@
+import { Agent, buildConnector, request } from 'undici';
+import { BlockedAddressError, classifyAddress, guardedLookup } from './address-guard.ts';
+
+export interface SenderOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** Keep-alive connections per receiver origin. */
+  connectionsPerOrigin: number;
+}
+
+/** What one attempt came to. `ok` is a 2xx answer within the timeout. */
+export interface AttemptOutcome {
+  ok: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+function describeError(err: unknown, timedOut: boolean): string {
+  if (timedOut) return 'timed out';
+  if (err instanceof BlockedAddressError) return `refused: ${err.message}`;
+  const seen = new Set<unknown>();
+  let e: unknown = err;
+  // undici wraps the socket's error as `cause`: the innermost one says what happened.
+  while (e instanceof Error && e.cause && !seen.has(e.cause)) {
+    seen.add(e);
+    if (e.cause instanceof BlockedAddressError) return `refused: ${e.cause.message}`;
+    e = e.cause;
+  }
+  if (e instanceof BlockedAddressError) return `refused: ${e.message}`;
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  return (typeof code === 'string' ? `${code}: ${message}` : message).slice(0, 500);
+}
+
+/**
+ * HTTP for webhook attempts: undici with keep-alive, an overall timeout per attempt, no redirects
+ * followed, and the SSRF guard at connect time (a literal address is checked as it is; a name is
+ * checked on every resolution, so DNS rebinding cannot reach an internal address).
+ */
+export class WebhookSender {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: SenderOptions) {
+    const base = buildConnector({
+      timeout: options.timeoutMs,
+      ...(options.allowPrivate ? {} : { lookup: guardedLookup }),
+    });
+    const connect: buildConnector.connector = (opts, callback) => {
+      if (!options.allowPrivate) {
+        const host = opts.hostname.replace(/^\[|\]$/g, '');
+        const cls = classifyAddress(host);
+        if (cls !== null && cls !== 'public') {
+          callback(new BlockedAddressError(host, host, cls), null);
+          return;
+        }
+      }
+      base(opts, callback);
+    };
+    this.agent = new Agent({
+      connect,
+      connections: options.connectionsPerOrigin,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+  }
+
+  async send(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    stop: AbortSignal,
+  ): Promise<AttemptOutcome> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    const signal = AbortSignal.any([timeout, stop]);
+    const started = performance.now();
+    const latency = () => Math.round(performance.now() - started);
+    try {
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'liveline-webhooks/0.1',
+          ...headers,
+        },
+        body,
+        signal,
+      });
+      const latencyMs = latency();
+      // The answer is in; its body does not matter, but reading it keeps the connection reusable.
+      await res.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => {});
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      const error = ok
+        ? null
+        : res.statusCode >= 300 && res.statusCode < 400
+          ? 'redirects are not followed'
+          : `HTTP ${res.statusCode}`;
+      return { ok, statusCode: res.statusCode, latencyMs, error };
+    } catch (err) {
+      return {
+        ok: false,
+        statusCode: null,
+        latencyMs: latency(),
+        error: describeError(err, timeout.aborted),
+      };
+    }
+  }
+
+  async close() {
+    await this.agent.destroy();
+  }
+}

@@ -1,0 +1,324 @@
+import type { Logger } from 'pino';
+import { uuidv7 } from 'uuidv7';
+import type { Clock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import type { Metrics } from '../../http/metrics.ts';
+import { problems } from '../../http/problem.ts';
+import type { Storage } from '../../storage/index.ts';
+import type { EventsService } from '../events/service.ts';
+import type { SessionsService } from '../sessions/service.ts';
+import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
+import { Dispatcher } from './dispatcher.ts';
+import { EndpointCache } from './endpoint-cache.ts';
+import { createWebhookMetrics } from './metrics.ts';
+import { WebhookOutbox } from './outbox.ts';
+import { MAX_URL_LENGTH } from './schemas.ts';
+import { WebhookSender } from './sender.ts';
+import { generateSecret } from './signing.ts';
+import * as store from './store.ts';
+
+/** How long the secret before a rotation keeps signing (CONTRACT §6: 24 h, both signatures sent). */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface WebhookInput {
+  url: string;
+  description?: string | null;
+  eventTypes?: string[] | null;
+  types?: string[] | null;
+}
+
+export interface WebhookPatch extends Partial<WebhookInput> {
+  enabled?: boolean;
+}
+
+const json = (list: string[] | null | undefined) => (list ? JSON.stringify([...new Set(list)]) : null);
+const parse = (text: string | null) => (text === null ? null : (JSON.parse(text) as string[]));
+
+function view(row: store.EndpointRow) {
+  return {
+    webhookId: row.webhook_id,
+    url: row.url,
+    description: row.description,
+    eventTypes: parse(row.event_types),
+    types: parse(row.types),
+    enabled: row.enabled === 1,
+    disabledReason: row.disabled_reason as 'manual' | 'failing' | null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function deliveryView(row: store.DeliveryRow, attempts: store.AttemptRow[]) {
+  return {
+    deliveryId: row.delivery_id,
+    webhookId: row.webhook_id,
+    type: row.type,
+    eventType: row.event_type,
+    status: row.status as 'pending' | 'delivered' | 'failed',
+    createdAt: row.created_at,
+    nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null,
+    completedAt: row.completed_at,
+    lastError: row.last_error,
+    payload: JSON.parse(row.payload) as unknown,
+    attempts: attempts.map((a) => ({
+      attemptedAt: a.attempted_at,
+      statusCode: a.status_code,
+      latencyMs: a.latency_ms,
+      error: a.error,
+    })),
+  };
+}
+
+/** Webhook endpoints, their outbox and dispatcher, and the delivery log (CONTRACT §6). */
+export class WebhooksService {
+  readonly outbox: WebhookOutbox;
+  private readonly cache: EndpointCache;
+  private readonly dispatcher: Dispatcher;
+  private readonly config: Config['webhooks'];
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    config: Config,
+    logger: Logger,
+    metrics: Metrics,
+    events: EventsService,
+    sessions: SessionsService,
+  ) {
+    this.config = config.webhooks;
+    this.cache = new EndpointCache(this.config.endpointCacheTtlMs);
+    const webhookMetrics = createWebhookMetrics(
+      metrics.registry,
+      () => store.outboxStats(storage.db),
+      () => clock.now(),
+    );
+    const sender = new WebhookSender({
+      allowPrivate: this.config.allowPrivate,
+      timeoutMs: this.config.timeoutMs,
+      connectionsPerOrigin: this.config.endpointConcurrency,
+    });
+    this.dispatcher = new Dispatcher(
+      storage,
+      clock,
+      this.config,
+      sender,
+      webhookMetrics,
+      logger,
+      (tenantId) => this.changed(tenantId),
+    );
+    this.outbox = new WebhookOutbox(
+      storage,
+      this.cache,
+      () => clock.now(),
+      () => this.dispatcher.nudge(),
+    );
+    // Every stored event gets its session.event rows in its own (group-commit) transaction.
+    events.writer.addTransactionHook((trx, group) =>
+      this.outbox.onEventsStored(trx, group, (db, ids) => sessions.cohortsOf(db, ids)),
+    );
+  }
+
+  private changed(tenantId: string) {
+    this.cache.invalidate(tenantId);
+    this.dispatcher.endpointsChanged();
+  }
+
+  start() {
+    this.dispatcher.start();
+  }
+
+  stop() {
+    return this.dispatcher.stop();
+  }
+
+  /** Refuses URLs that are not http(s), carry credentials, or reach a non-public address. */
+  private async checkUrl(raw: string): Promise<string> {
+    const invalid = (message: string) =>
+      problems.validation(`The webhook URL ${message}.`, [{ path: 'url', message }]);
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw invalid('is not a valid absolute URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid('must use https: or http:');
+    if (url.username || url.password) throw invalid('must not contain credentials');
+    if (url.href.length > MAX_URL_LENGTH) throw invalid(`must be at most ${MAX_URL_LENGTH} characters`);
+    if (!this.config.allowPrivate) {
+      try {
+        await assertPublicHost(url.hostname);
+      } catch (err) {
+        if (err instanceof BlockedAddressError)
+          throw invalid(`resolves to ${err.address}, a ${err.cls} address, which webhooks may not reach`);
+        throw invalid(`has a host that does not resolve (${url.hostname})`);
+      }
+    }
+    return url.href;
+  }
+
+  private async requireEndpoint(tenantId: string, webhookId: string) {
+    const row = await store.findEndpoint(this.storage.db, tenantId, webhookId);
+    if (!row) throw problems.notFound('webhook');
+    return row;
+  }
+
+  async create(tenantId: string, input: WebhookInput) {
+    const url = await this.checkUrl(input.url);
+    const now = this.clock.now();
+    const row: store.EndpointRow = {
+      webhook_id: uuidv7(),
+      tenant_id: tenantId,
+      url,
+      description: input.description ?? null,
+      event_types: json(input.eventTypes),
+      types: json(input.types),
+      enabled: 1,
+      disabled_reason: null,
+      secret: generateSecret(),
+      previous_secret: null,
+      previous_secret_until: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.insertEndpoint(this.storage.db, row);
+    this.changed(tenantId);
+    return { ...view(row), secret: row.secret };
+  }
+
+  async list(tenantId: string, limit: number) {
+    const { rows, totalCount } = await store.listEndpoints(this.storage.db, tenantId, limit);
+    return { webhooks: rows.map(view), totalCount };
+  }
+
+  async get(tenantId: string, webhookId: string) {
+    return view(await this.requireEndpoint(tenantId, webhookId));
+  }
+
+  async update(tenantId: string, webhookId: string, patch: WebhookPatch) {
+    const current = await this.requireEndpoint(tenantId, webhookId);
+    const now = this.clock.now();
+    const changes: Partial<store.EndpointRow> = { updated_at: now };
+    if (patch.url !== undefined) changes.url = await this.checkUrl(patch.url);
+    if (patch.description !== undefined) changes.description = patch.description;
+    if (patch.eventTypes !== undefined) changes.event_types = json(patch.eventTypes);
+    if (patch.types !== undefined) changes.types = json(patch.types);
+    if (patch.enabled === true && current.enabled !== 1) {
+      Object.assign(changes, { enabled: 1, disabled_reason: null, failing_since: null });
+    }
+    const disabling = patch.enabled === false && current.enabled === 1;
+    if (disabling) Object.assign(changes, { enabled: 0, disabled_reason: 'manual' });
+    const row = await this.storage.db.transaction().execute(async (trx) => {
+      const updated = await store.updateEndpoint(trx, tenantId, webhookId, changes);
+      if (updated && disabling) await store.failPending(trx, webhookId, 'endpoint disabled', now);
+      return updated;
+    });
+    if (!row) throw problems.notFound('webhook');
+    this.changed(tenantId);
+    return view(row);
+  }
+
+  async remove(tenantId: string, webhookId: string) {
+    const removed = await this.storage.db
+      .transaction()
+      .execute((trx) => store.deleteEndpoint(trx, tenantId, webhookId));
+    if (!removed) throw problems.notFound('webhook');
+    this.changed(tenantId);
+  }
+
+  /** A new secret; the current one keeps signing (second signature) for 24 h. */
+  async rotateSecret(tenantId: string, webhookId: string) {
+    const current = await this.requireEndpoint(tenantId, webhookId);
+    const now = this.clock.now();
+    const secret = generateSecret();
+    const previousSecretExpiresAt = now + ROTATION_OVERLAP_MS;
+    const row = await store.updateEndpoint(this.storage.db, tenantId, webhookId, {
+      secret,
+      previous_secret: current.secret,
+      previous_secret_until: previousSecretExpiresAt,
+      updated_at: now,
+    });
+    if (!row) throw problems.notFound('webhook');
+    return { ...view(row), secret, previousSecretExpiresAt };
+  }
+
+  /** Queues a `webhook.test` delivery for this endpoint, whatever its filters. */
+  async sendTest(tenantId: string, webhookId: string) {
+    const endpoint = await this.requireEndpoint(tenantId, webhookId);
+    if (endpoint.enabled !== 1) {
+      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it to send a test.');
+    }
+    const deliveryId = await this.storage.db.transaction().execute((trx) =>
+      this.outbox.enqueueTest(trx, tenantId, webhookId, {
+        webhookId,
+        message: 'A test delivery from liveline.',
+      }),
+    );
+    return this.delivery(tenantId, webhookId, deliveryId);
+  }
+
+  async deliveries(
+    tenantId: string,
+    webhookId: string,
+    query: { status?: string; after?: string; limit: number },
+  ) {
+    await this.requireEndpoint(tenantId, webhookId);
+    const rows = await store.listDeliveries(this.storage.db, webhookId, { ...query, limit: query.limit + 1 });
+    const hasMore = rows.length > query.limit;
+    const page = hasMore ? rows.slice(0, query.limit) : rows;
+    return {
+      deliveries: await this.withAttempts(page),
+      nextCursor: hasMore ? page[page.length - 1].delivery_id : null,
+      hasMore,
+    };
+  }
+
+  async delivery(tenantId: string, webhookId: string, deliveryId: string) {
+    await this.requireEndpoint(tenantId, webhookId);
+    const row = await store.findDelivery(this.storage.db, webhookId, deliveryId);
+    if (!row) throw problems.notFound('delivery');
+    return (await this.withAttempts([row]))[0];
+  }
+
+  private async withAttempts(rows: store.DeliveryRow[]) {
+    const attempts = await store.attemptsOf(
+      this.storage.db,
+      rows.map((r) => r.delivery_id),
+    );
+    const byDelivery = new Map<string, store.AttemptRow[]>();
+    for (const a of attempts) {
+      const list = byDelivery.get(a.delivery_id);
+      if (list) list.push(a);
+      else byDelivery.set(a.delivery_id, [a]);
+    }
+    return rows.map((r) => deliveryView(r, byDelivery.get(r.delivery_id) ?? []));
+  }
+
+  /** Sends a delivery again, now, with the same webhook-id and a fresh retry schedule. */
+  async retry(tenantId: string, webhookId: string, deliveryId: string) {
+    const endpoint = await this.requireEndpoint(tenantId, webhookId);
+    if (endpoint.enabled !== 1) {
+      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it before retrying.');
+    }
+    const n = await store.requeue(this.storage.db, webhookId, { deliveryId }, this.clock.now());
+    if (n === 0) throw problems.notFound('delivery');
+    this.dispatcher.nudge();
+    return this.delivery(tenantId, webhookId, deliveryId);
+  }
+
+  /** Sends again every delivery created at or after `since` (each with its own webhook-id, as before). */
+  async replay(tenantId: string, webhookId: string, since: number) {
+    const endpoint = await this.requireEndpoint(tenantId, webhookId);
+    if (endpoint.enabled !== 1) {
+      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it before replaying.');
+    }
+    const replayed = await store.requeue(
+      this.storage.db,
+      webhookId,
+      { fromDeliveryId: store.uuidv7Floor(since) },
+      this.clock.now(),
+    );
+    if (replayed > 0) this.dispatcher.nudge();
+    return { replayed };
+  }
+}

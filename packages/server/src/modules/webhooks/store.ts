@@ -1,0 +1,364 @@
+import type { Kysely } from 'kysely';
+import type { Database, Storage } from '../../storage/index.ts';
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from '../../storage/schema.ts';
+import type { BulkTable } from '../../storage/storage.ts';
+
+/** Queries on the webhooks module's tables. Everything that writes takes the caller's transaction. */
+
+export type EndpointRow = WebhookEndpointsTable;
+export type DeliveryRow = WebhookDeliveriesTable;
+export type AttemptRow = WebhookAttemptsTable;
+
+type Db = Kysely<Database>;
+
+export async function insertEndpoint(db: Db, row: EndpointRow) {
+  await db.insertInto('webhook_endpoints').values(row).execute();
+}
+
+export async function findEndpoint(db: Db, tenantId: string, webhookId: string) {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('webhook_id', '=', webhookId)
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+}
+
+export async function listEndpoints(db: Db, tenantId: string, limit: number) {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('webhook_id')
+      .limit(limit)
+      .execute(),
+    db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, totalCount: Number(count.n) };
+}
+
+export async function updateEndpoint(
+  db: Db,
+  tenantId: string,
+  webhookId: string,
+  changes: Partial<Omit<EndpointRow, 'webhook_id' | 'tenant_id' | 'created_at'>>,
+) {
+  return db
+    .updateTable('webhook_endpoints')
+    .set(changes)
+    .where('webhook_id', '=', webhookId)
+    .where('tenant_id', '=', tenantId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Deletes an endpoint with its deliveries and their attempts. */
+export async function deleteEndpoint(db: Db, tenantId: string, webhookId: string): Promise<boolean> {
+  const found = await findEndpoint(db, tenantId, webhookId);
+  if (!found) return false;
+  await db.deleteFrom('webhook_attempts').where('webhook_id', '=', webhookId).execute();
+  await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).execute();
+  await db.deleteFrom('webhook_endpoints').where('webhook_id', '=', webhookId).execute();
+  return true;
+}
+
+/** The enabled endpoints of these tenants, with just what matching a message needs. */
+export async function enabledEndpointFilters(db: Db, tenantIds: string[]) {
+  return db
+    .selectFrom('webhook_endpoints')
+    .select(['webhook_id', 'tenant_id', 'types', 'event_types'])
+    .where('tenant_id', 'in', tenantIds)
+    .where('enabled', '=', 1)
+    .execute();
+}
+
+export async function endpointsByIds(db: Db, webhookIds: string[]) {
+  if (webhookIds.length === 0) return [];
+  return db.selectFrom('webhook_endpoints').selectAll().where('webhook_id', 'in', webhookIds).execute();
+}
+
+export const DELIVERIES_TABLE: BulkTable<'webhook_deliveries'> = {
+  table: 'webhook_deliveries',
+  columns: [
+    { name: 'delivery_id', type: 'text' },
+    { name: 'webhook_id', type: 'text' },
+    { name: 'tenant_id', type: 'text' },
+    { name: 'type', type: 'text' },
+    { name: 'event_type', type: 'text' },
+    { name: 'payload', type: 'text' },
+    { name: 'status', type: 'text' },
+    { name: 'attempts', type: 'integer' },
+    { name: 'next_attempt_at', type: 'bigint' },
+    { name: 'created_at', type: 'bigint' },
+  ],
+  conflict: ['delivery_id'],
+};
+
+/** New pending deliveries, as value lists in DELIVERIES_TABLE's column order. */
+export async function insertDeliveries(storage: Storage, trx: Db, values: unknown[][]) {
+  if (values.length === 0) return;
+  // Bound parameters per statement are limited; the SQLite path runs one row at a time anyway.
+  const perChunk = Math.max(1, Math.floor(storage.maxBindParameters / DELIVERIES_TABLE.columns.length));
+  for (let i = 0; i < values.length; i += perChunk) {
+    await storage.bulk.insertIgnoringConflicts(trx, DELIVERIES_TABLE, values.slice(i, i + perChunk));
+  }
+}
+
+/**
+ * Pending deliveries that are due, oldest due first. With `lock` (PostgreSQL), the rows are locked for
+ * the caller's transaction, and rows another process is claiming right now are passed over rather
+ * than waited for.
+ */
+export async function dueDeliveries(trx: Db, options: { now: number; limit: number; lock: boolean }) {
+  return (
+    trx
+      .selectFrom('webhook_deliveries')
+      .select(['delivery_id', 'webhook_id'])
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', options.now)
+      // Index order only (status, next_attempt_at): a second sort key would sort every due row.
+      .orderBy('next_attempt_at')
+      .limit(options.limit)
+      .$if(options.lock, (qb) => qb.forUpdate().skipLocked())
+      .execute()
+  );
+}
+
+/** One endpoint's due deliveries, oldest first (its own index range, whatever other endpoints hold). */
+export async function dueDeliveriesOf(
+  trx: Db,
+  webhookId: string,
+  options: { now: number; limit: number; lock: boolean; skip: string[] },
+) {
+  return trx
+    .selectFrom('webhook_deliveries')
+    .select(['delivery_id', 'webhook_id'])
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', options.now)
+    .$if(options.skip.length > 0, (qb) => qb.where('delivery_id', 'not in', options.skip))
+    .orderBy('delivery_id')
+    .limit(options.limit)
+    .$if(options.lock, (qb) => qb.forUpdate().skipLocked())
+    .execute();
+}
+
+export async function enabledEndpointIds(db: Db) {
+  return (
+    await db.selectFrom('webhook_endpoints').select('webhook_id').where('enabled', '=', 1).execute()
+  ).map((r) => r.webhook_id);
+}
+
+/**
+ * Claims deliveries: moves them one lease ahead under a new claim id. The condition is re-checked,
+ * so a row another process claimed in the meantime is not returned (no double send).
+ */
+export async function claimDeliveries(
+  trx: Db,
+  ids: string[],
+  options: { now: number; leaseUntil: number; claimId: string },
+) {
+  if (ids.length === 0) return [];
+  return trx
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_at: options.leaseUntil, claim_id: options.claimId })
+    .where('delivery_id', 'in', ids)
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', options.now)
+    .returningAll()
+    .execute();
+}
+
+/** Gives claimed deliveries back, due now (a stopping process hands its work to the others). */
+export async function releaseClaims(db: Db, claims: { deliveryId: string; claimId: string }[], now: number) {
+  for (const c of claims) {
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ next_attempt_at: now, claim_id: null })
+      .where('delivery_id', '=', c.deliveryId)
+      .where('claim_id', '=', c.claimId)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+}
+
+export async function insertAttempt(db: Db, row: AttemptRow) {
+  await db.insertInto('webhook_attempts').values(row).execute();
+}
+
+/** Settles a claimed delivery; does nothing when the claim no longer holds (retried, replayed, deleted). */
+export async function settleDelivery(
+  db: Db,
+  deliveryId: string,
+  claimId: string,
+  changes: Partial<Omit<DeliveryRow, 'delivery_id'>>,
+) {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ ...changes, claim_id: null })
+    .where('delivery_id', '=', deliveryId)
+    .where('claim_id', '=', claimId)
+    .execute();
+}
+
+/** Endpoint health: success clears `failing_since`, failure starts it unless it runs already. */
+export async function recordEndpointHealth(db: Db, webhookId: string, ok: boolean, now: number) {
+  if (ok) {
+    await db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: null })
+      .where('webhook_id', '=', webhookId)
+      .where('failing_since', 'is not', null)
+      .execute();
+  } else {
+    await db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: now })
+      .where('webhook_id', '=', webhookId)
+      .where('failing_since', 'is', null)
+      .execute();
+  }
+}
+
+/** Disables the endpoints among `webhookIds` that have failed since `failingBefore` or earlier. */
+export async function disableFailingEndpoints(
+  db: Db,
+  webhookIds: string[],
+  failingBefore: number,
+  now: number,
+) {
+  if (webhookIds.length === 0) return [];
+  return db
+    .updateTable('webhook_endpoints')
+    .set({ enabled: 0, disabled_reason: 'failing', updated_at: now })
+    .where('webhook_id', 'in', webhookIds)
+    .where('enabled', '=', 1)
+    .where('failing_since', '<=', failingBefore)
+    .returning(['webhook_id', 'tenant_id'])
+    .execute();
+}
+
+/** Marks an endpoint's pending deliveries failed (it was disabled). */
+export async function failPending(db: Db, webhookId: string, reason: string, now: number) {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', last_error: reason, completed_at: now, claim_id: null })
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+export async function findDelivery(db: Db, webhookId: string, deliveryId: string) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+}
+
+/** One page of an endpoint's delivery log, newest first, after the delivery `after`. */
+export async function listDeliveries(
+  db: Db,
+  webhookId: string,
+  options: { status?: string; after?: string; limit: number },
+) {
+  // One index range per status (webhook, status, id), merged: no sort of the whole log.
+  const statuses = options.status !== undefined ? [options.status] : ['pending', 'delivered', 'failed'];
+  const parts = await Promise.all(
+    statuses.map((status) =>
+      db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('webhook_id', '=', webhookId)
+        .where('status', '=', status)
+        .$if(options.after !== undefined, (qb) => qb.where('delivery_id', '<', options.after!))
+        .orderBy('delivery_id', 'desc')
+        .limit(options.limit)
+        .execute(),
+    ),
+  );
+  return parts
+    .flat()
+    .sort((a, b) => (a.delivery_id < b.delivery_id ? 1 : a.delivery_id > b.delivery_id ? -1 : 0))
+    .slice(0, options.limit);
+}
+
+export async function attemptsOf(db: Db, deliveryIds: string[]) {
+  if (deliveryIds.length === 0) return [];
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('delivery_id')
+    .orderBy('attempt_id')
+    .execute();
+}
+
+/** Queues deliveries again, due now, with a fresh retry schedule; the same delivery id (webhook-id). */
+export async function requeue(
+  db: Db,
+  webhookId: string,
+  where: { deliveryId: string } | { fromDeliveryId: string },
+  now: number,
+) {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', attempts: 0, next_attempt_at: now, claim_id: null, completed_at: null })
+    .where('webhook_id', '=', webhookId)
+    .$if('deliveryId' in where, (qb) =>
+      qb.where('delivery_id', '=', (where as { deliveryId: string }).deliveryId),
+    )
+    .$if('fromDeliveryId' in where, (qb) =>
+      qb.where('delivery_id', '>=', (where as { fromDeliveryId: string }).fromDeliveryId),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Outbox depth and the creation time of the oldest pending delivery. */
+export async function outboxStats(db: Db) {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [eb.fn.countAll<number>().as('depth'), eb.fn.min('created_at').as('oldest')])
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return { depth: Number(row.depth), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+}
+
+/**
+ * Deletes up to `limit` finished deliveries (and their attempts) created before the delivery id
+ * `beforeId` (ids are time-ordered). Returns how many deliveries went.
+ */
+export async function purgeFinished(db: Db, beforeId: string, limit: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const ids = (
+      await trx
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('delivery_id', '<', beforeId)
+        .where('status', '!=', 'pending')
+        .limit(limit)
+        .execute()
+    ).map((r) => r.delivery_id);
+    if (ids.length === 0) return 0;
+    await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+    await trx.deleteFrom('webhook_deliveries').where('delivery_id', 'in', ids).execute();
+    return ids.length;
+  });
+}
+
+/** The smallest UUIDv7 of a millisecond: every id allocated at or after `ms` sorts at or above it. */
+export function uuidv7Floor(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}
