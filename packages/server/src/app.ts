@@ -26,7 +26,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 function rateLimitKey(request: FastifyRequest): string {
   const p = request.principal;
   if (p?.kind === 'device') {
-    const sessionId = (request.params as Record<string, unknown> | undefined)?.sessionId;
+    const params = request.params as Record<string, unknown> | undefined;
+    const sessionId = params?.sessionId ?? params?.SessionId;
     return `d:${p.tenantId}:${typeof sessionId === 'string' ? sessionId : p.playerId}`;
   }
   return p?.kind === 'tenant' ? `t:${p.tenantId}` : 'none';

@@ -23,7 +23,6 @@ export interface Config {
   deviceTokenTtlS: number;
   bodyLimitBytes: number;
   maxEventsPerBatch: number;
-  maxPageSize: number;
   rateLimitTenantRps: number;
   rateLimitDeviceRps: number;
   shutdownTimeoutMs: number;
@@ -157,7 +156,6 @@ export function loadConfig(env: Env = process.env): Config {
     deviceTokenTtlS: int(env, 'LIVELINE_DEVICE_TOKEN_TTL_S', 86400, 60, 30 * 86400),
     bodyLimitBytes: int(env, 'LIVELINE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     maxEventsPerBatch: int(env, 'LIVELINE_MAX_EVENTS_PER_BATCH', 1000, 1, 100000),
-    maxPageSize: int(env, 'LIVELINE_MAX_PAGE_SIZE', 1000, 1, 100000),
     rateLimitTenantRps: int(env, 'LIVELINE_RATE_LIMIT_TENANT_RPS', 2000, 0, 10_000_000),
     rateLimitDeviceRps: int(env, 'LIVELINE_RATE_LIMIT_DEVICE_RPS', 100, 0, 10_000_000),
     shutdownTimeoutMs: int(env, 'LIVELINE_SHUTDOWN_TIMEOUT_MS', 10000, 100, 600000),

@@ -6,6 +6,7 @@ import { tenantOf } from '../../http/auth.ts';
 import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope, PageSizeQuery } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
 import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
+import { handlerValidatesBody } from '../../http/validation.ts';
 import { isScope, SCOPES, type Scope } from './scopes.ts';
 import { constantTimeEqual, digestSecret } from './secrets.ts';
 import {
@@ -81,10 +82,33 @@ export const authRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx 
   app.post(
     '/oauth/token',
     {
+      // Errors here follow RFC 6749 §5.2 (`{error, error_description}`), so the handler checks the
+      // form itself; the schemas document it.
+      validatorCompiler: handlerValidatesBody,
       schema: {
         tags: ['auth'],
         summary: 'Exchange client credentials for an access token (RFC 6749 §4.4).',
+        description:
+          'Client authentication by HTTP Basic (`client_id:client_secret`) or in the form. ' +
+          'Errors: 401 `invalid_client`; 400 `invalid_request`, `unsupported_grant_type`, `invalid_scope`.',
         consumes: ['application/x-www-form-urlencoded'],
+        body: Type.Object({
+          grant_type: Type.Literal('client_credentials'),
+          scope: Type.Optional(
+            Type.String({ description: 'Space-separated subset of the client’s scopes.' }),
+          ),
+          client_id: Type.Optional(Type.String()),
+          client_secret: Type.Optional(Type.String()),
+        }),
+        response: {
+          200: Type.Object({
+            access_token: Type.String(),
+            token_type: Type.Literal('Bearer'),
+            expires_in: Type.Integer(),
+            scope: Type.String(),
+          }),
+          '4xx': Type.Object({ error: Type.String(), error_description: Type.String() }),
+        },
       },
     },
     async (request, reply) => {
