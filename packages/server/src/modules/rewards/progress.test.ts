@@ -17,7 +17,13 @@ import {
 import { canonicalTimeZone, DAY_MS, localDay, startOfLocalDay } from './timezone.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../../../', import.meta.url));
-const VECTORS = path.resolve(repoRoot, '../shared/vectors/progress.json');
+/**
+ * The shared reference cases (CONTRACT §7) live beside the repository, where CI puts them; a copy
+ * ships in the repository so a lone clone tests too. When both are there they must be identical.
+ */
+const SHARED_VECTORS = path.resolve(repoRoot, '../shared/vectors/progress.json');
+const VECTORS_COPY = path.resolve(import.meta.dirname, 'progress.vectors.json');
+const VECTORS = fs.existsSync(SHARED_VECTORS) ? SHARED_VECTORS : VECTORS_COPY;
 
 interface VectorCase {
   name: string;
@@ -61,6 +67,14 @@ function expectExactly(input: ProgressInput, expected: ProgressMetrics) {
 
 describe('shared reference vectors (../shared/vectors/progress.json)', () => {
   const file = JSON.parse(fs.readFileSync(VECTORS, 'utf8')) as { cases: VectorCase[] };
+
+  it('the copy in the repository is the shared file', () => {
+    if (fs.existsSync(SHARED_VECTORS)) {
+      expect(fs.readFileSync(VECTORS_COPY, 'utf8')).toBe(fs.readFileSync(SHARED_VECTORS, 'utf8'));
+    } else {
+      expect(VECTORS).toBe(VECTORS_COPY);
+    }
+  });
 
   it('has cases', () => {
     expect(file.cases.length).toBeGreaterThan(0);
