@@ -8,11 +8,24 @@ const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres'
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const batchSize = Number(process.env.BENCH_BATCH ?? 1000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+/** BENCH_WEBHOOK=1: the tenant has one endpoint taking every event (an outbox row per event). */
+const withWebhook = process.env.BENCH_WEBHOOK === '1';
 
-const server = await startBenchServer(backend);
+const server = await startBenchServer(backend, withWebhook ? { LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true' } : {});
+const receiver = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(204).end());
+});
 try {
   const base = server.url;
   const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
+  if (withWebhook) {
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const address = receiver.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const hook = await call(base, 'POST', '/webhooks', { token, json: { url: `http://127.0.0.1:${port}/` } });
+    if (hook.status !== 201) throw new Error(`webhook registration failed: ${hook.text}`);
+  }
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const devices = await Promise.all(
     Array.from({ length: concurrency }, async (_, i) => {
@@ -76,6 +89,7 @@ try {
   const result = {
     benchmark: 'ingest',
     backend,
+    webhook: withWebhook,
     concurrency,
     batchSize,
     seconds: Number(elapsed.toFixed(1)),
@@ -87,5 +101,6 @@ try {
   console.log(JSON.stringify(result));
   agent.destroy();
 } finally {
+  receiver.close();
   await server.stop();
 }
