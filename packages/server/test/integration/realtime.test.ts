@@ -309,3 +309,54 @@ describe.each(backends)('realtime channel and commands (%s)', (backend) => {
     expect(denied.status).toBe(403);
   });
 });
+
+describe.each(backends)('a vanished device’s stream (%s)', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // A one-second grace, so the server's own sweep (every min(5 s, grace / 4)) acts within the test.
+    server = await startTestServer(backend, {
+      LIVELINE_STREAM_GRACE_S: '1',
+      LIVELINE_HEARTBEAT_INTERVAL_MS: '200',
+    });
+  });
+  afterAll(async () => server?.close());
+
+  it('is stopped at its last contact once the grace has passed', async () => {
+    const base = server.url;
+    const tenant = await createTenant(base, server.adminToken);
+    const token = await deviceToken(base, tenant.token, 'vanishing');
+    const sessionId = String(
+      (await call(base, 'POST', '/client/v1/sessions', { token, json: {} })).body.sessionId,
+    );
+    const socket = await TestSocket.open(base, sessionId, token);
+    await socket.ofType('welcome');
+    const started = await call(base, 'POST', `/client/v1/sessions/${sessionId}/stream/start`, {
+      token,
+      json: { resolution: 2, aspectratio: 0 },
+    });
+    expect(started.status).toBe(200);
+    // The headset loses power: no close frame, the TCP connection just dies.
+    socket.ws.terminate();
+    const read = () =>
+      call<Json & { events: Json[] }>(base, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
+    await expect
+      .poll(async () => (await read()).body.stream, { timeout: 10_000, interval: 200 })
+      .toMatchObject({
+        state: 'idle',
+      });
+    const session = (await read()).body;
+    const stopped = session.events.find((e) => e.eventType === 'StreamStopped');
+    expect(stopped).toMatchObject({
+      reason: 'disconnected',
+      streamingSessionId: started.body.streamingSessionId,
+    });
+    expect(session.connected).toBe(false);
+    expect(session.status).toBe('live');
+    // The interval (what challenge progress counts) ends at the last contact, not when the sweep ran
+    // (and never before it began: the stream started a moment after the request that touched).
+    const [interval] = await server.ctx.streams.intervalsForPlayer(tenant.tenantId, 'vanishing');
+    expect(interval.stopReason).toBe('disconnected');
+    expect(interval.stoppedAt).toBe(Math.max(Number(session.lastSeenAt), interval.startedAt));
+    expect(Number(stopped?.timestamp) - Number(interval.stoppedAt)).toBeGreaterThanOrEqual(1000);
+  });
+});
