@@ -30,17 +30,11 @@ export interface ServerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `liveline start` on an ephemeral port and waits for the URL it logs. */
-export async function startProcess(env: Env): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...CLI, 'start'], {
+/** Runs `liveline <args>` as a child process, collecting what it prints. */
+export function spawnCli(args: string[], env: Env) {
+  const child = spawn(process.execPath, [...CLI, ...args], {
     cwd: ROOT,
-    env: baseEnv({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      LIVELINE_SQLITE_SYNCHRONOUS: 'NORMAL',
-      ...env,
-    }),
+    env: baseEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -54,13 +48,25 @@ export async function startProcess(env: Env): Promise<ServerProcess> {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts `liveline start` on an ephemeral port and waits for the URL it logs. */
+export async function startProcess(env: Env): Promise<ServerProcess> {
+  const { child, stdout, stderr, exited } = spawnCli(['start'], {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    LIVELINE_SQLITE_SYNCHRONOUS: 'NORMAL',
+    ...env,
+  });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`no listening line within ${STARTUP_TIMEOUT_MS} ms:\n${out}\n${err}`)),
+      () => reject(new Error(`no listening line within ${STARTUP_TIMEOUT_MS} ms:\n${stdout()}\n${stderr()}`)),
       STARTUP_TIMEOUT_MS,
     );
     const check = () => {
-      for (const line of out.split('\n')) {
+      for (const line of stdout().split('\n')) {
         if (!line.startsWith('{')) continue;
         const entry = JSON.parse(line) as { msg?: string; url?: string };
         if (entry.msg?.startsWith('liveline listening') && entry.url) {
@@ -73,10 +79,10 @@ export async function startProcess(env: Env): Promise<ServerProcess> {
     child.stdout?.on('data', check);
     void exited.then(({ code }) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening:\n${out}\n${err}`));
+      reject(new Error(`server exited with ${code} before listening:\n${stdout()}\n${stderr()}`));
     });
   });
-  return { child, url, stdout: () => out, stderr: () => err, exited };
+  return { child, url, stdout, stderr, exited };
 }
 
 /** Waits for the exit of a process, failing after `ms`. */

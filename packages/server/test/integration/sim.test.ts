@@ -2,27 +2,15 @@
  * `liveline sim` as a user runs it: a real process against a real server, commands sent with the
  * tenant API, and Ctrl-C (SIGINT) ending the sessions.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import path from 'node:path';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTenant, type TenantFixture } from '../helpers/api.ts';
+import { baseEnv, CLI, ROOT, spawnCli } from '../helpers/process.ts';
 import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
 
 type Json = Record<string, unknown>;
 
-const ROOT = path.resolve(import.meta.dirname, '../../../..');
-const CLI = ['--import', 'tsx', 'packages/server/src/cli/main.ts'];
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-
-/** The test runner's environment without anything that would steer the child's settings. */
-function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || k === 'PORT' || k === 'DATABASE_URL' || k.startsWith('LIVELINE_')) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
 
 interface Sim {
   child: ChildProcess;
@@ -32,21 +20,8 @@ interface Sim {
 }
 
 function startSim(args: string[], env: Record<string, string>): Sim {
-  const child = spawn(process.execPath, [...CLI, 'sim', ...args], {
-    cwd: ROOT,
-    env: childEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-    out += d;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    err += d;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
+  const { child, stdout, stderr, exited } = spawnCli(['sim', ...args], env);
+  return { child, stdout, stderr, exited: exited.then(({ code }) => code) };
 }
 
 async function waitFor(condition: () => boolean, what: () => string, timeoutMs = 20_000): Promise<void> {
@@ -168,7 +143,7 @@ describe.each(backends)('liveline sim (%s)', (backend) => {
         execFile(
           process.execPath,
           [...CLI, 'sim', ...args],
-          { cwd: ROOT, env: childEnv(env) },
+          { cwd: ROOT, env: baseEnv(env) },
           (error, _out, stderr) =>
             resolve({
               code: error ? (typeof error.code === 'number' ? error.code : 1) : 0,
