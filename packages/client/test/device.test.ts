@@ -1,43 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type ClientEvent,
   type DeviceErrorEvent,
-  LivelineDevice,
   type LivelineDeviceOptions,
   LivelineError,
   SDK_VERSION,
 } from '../src/index.ts';
-import { eventIdsOf, FakeLiveline } from './fake-liveline.ts';
+import { eventIdsOf, fakeLivelineFixture } from './fake-liveline.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Timers may fire a millisecond or so early; lower bounds on delays allow for that. */
 const SLACK_MS = 5;
 
-let fake: FakeLiveline;
-const devices: LivelineDevice[] = [];
-
-beforeEach(async () => {
-  fake = await FakeLiveline.start();
-});
-
-afterEach(async () => {
-  await Promise.all(devices.splice(0).map((device) => device.close()));
-  await fake.stop();
-});
-
-/** A device against the fake server; no interval flushes unless a test asks, tiny deterministic backoff. */
-function device(options: Partial<LivelineDeviceOptions> = {}): LivelineDevice {
-  const created = new LivelineDevice({
-    baseUrl: fake.baseUrl,
-    token: fake.token,
-    flushIntervalMs: 60_000,
-    random: () => 1,
-    retry: { initialDelayMs: 5, maxDelayMs: 20 },
-    ...options,
-  });
-  devices.push(created);
-  return created;
-}
+const fx = fakeLivelineFixture();
+const device = (options?: Partial<LivelineDeviceOptions>) => fx.device(options);
 
 async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -73,10 +49,10 @@ describe('sessions', () => {
     expect(info.realtimeUrl).toContain(`/client/v1/sessions/${info.sessionId}/realtime`);
     expect(d.session).toEqual(info);
 
-    const [request] = fake.requests;
+    const [request] = fx.fake.requests;
     expect(request.method).toBe('POST');
     expect(request.path).toBe('/client/v1/sessions');
-    expect(request.headers.authorization).toBe(`Bearer ${fake.token}`);
+    expect(request.headers.authorization).toBe(`Bearer ${fx.fake.token}`);
     expect(request.headers['content-type']).toBe('application/json');
     expect(request.body).toEqual({
       tenantCohortId: 'cohort-a',
@@ -99,12 +75,12 @@ describe('sessions', () => {
 
     const session = await d.endSession();
 
-    expect(fake.requests.map((request) => request.path)).toEqual([
+    expect(fx.fake.requests.map((request) => request.path)).toEqual([
       '/client/v1/sessions',
       `/client/v1/sessions/${sessionId}/events`,
       `/client/v1/sessions/${sessionId}/end`,
     ]);
-    expect(fake.storedIds(sessionId)).toHaveLength(3);
+    expect(fx.fake.storedIds(sessionId)).toHaveLength(3);
     expect(session).toMatchObject({ sessionId, status: 'ended' });
     expect(d.session).toBeNull();
     expect(d.stats()).toMatchObject({ sent: 3, buffered: 0 });
@@ -118,17 +94,17 @@ describe('batching', () => {
     const tracked = ['1', '2', '3', '4', '5', '6', '7'].map((label) => d.track(custom(label)));
 
     await waitFor(() => d.stats().sent === 6);
-    expect(fake.batches()).toHaveLength(2);
+    expect(fx.fake.batches()).toHaveLength(2);
     expect(d.stats().buffered).toBe(1);
 
     await d.flush();
-    expect(fake.batches()).toEqual([
+    expect(fx.fake.batches()).toEqual([
       tracked.slice(0, 3).map((event) => event.id),
       tracked.slice(3, 6).map((event) => event.id),
       [tracked[6].id],
     ]);
-    expect(fake.eventRequests()[0].path).toBe(`/client/v1/sessions/${sessionId}/events`);
-    expect(fake.eventRequests()[0].headers.authorization).toBe(`Bearer ${fake.token}`);
+    expect(fx.fake.eventRequests()[0].path).toBe(`/client/v1/sessions/${sessionId}/events`);
+    expect(fx.fake.eventRequests()[0].headers.authorization).toBe(`Bearer ${fx.fake.token}`);
   });
 
   it('sends a partial batch after flushIntervalMs', async () => {
@@ -136,11 +112,11 @@ describe('batching', () => {
     const { sessionId } = await d.startSession();
     d.track(custom('a'));
     d.track(custom('b'));
-    expect(fake.eventRequests()).toHaveLength(0);
+    expect(fx.fake.eventRequests()).toHaveLength(0);
 
     await waitFor(() => d.stats().sent === 2);
-    expect(fake.storedIds(sessionId)).toHaveLength(2);
-    expect(fake.batches()).toHaveLength(1);
+    expect(fx.fake.storedIds(sessionId)).toHaveLength(2);
+    expect(fx.fake.batches()).toHaveLength(1);
     expect(d.stats()).toEqual({ sent: 2, duplicates: 0, dropped: 0, rejected: 0, buffered: 0, retries: 0 });
   });
 
@@ -164,7 +140,7 @@ describe('batching', () => {
     expect(second.id).not.toBe(filled.id);
     expect(filled.timestamp).toBe(now);
     expect(given).toMatchObject({ id: 'my-id', timestamp: 1_700_000_000_000 });
-    const [request] = fake.eventRequests();
+    const [request] = fx.fake.eventRequests();
     expect(request.body).toEqual({
       events: [
         { eventType: 'Health', fps: 72, batteryLevel: 80, id: filled.id, timestamp: now },
@@ -172,7 +148,7 @@ describe('batching', () => {
         { eventType: 'Design', eventId: 'level:boss', id: 'my-id', timestamp: 1_700_000_000_000 },
       ],
     });
-    expect(fake.storedIds(sessionId)).toEqual([filled.id, second.id, 'my-id']);
+    expect(fx.fake.storedIds(sessionId)).toEqual([filled.id, second.id, 'my-id']);
   });
 });
 
@@ -180,18 +156,18 @@ describe('retries', () => {
   it('resends the same batch after 503s, with exponential backoff', async () => {
     const d = device({ retry: { initialDelayMs: 20, maxDelayMs: 1000 } });
     const { sessionId } = await d.startSession();
-    fake.failNext({ status: 503, code: 'unavailable' }, { status: 503, code: 'unavailable' });
+    fx.fake.failNext({ status: 503, code: 'unavailable' }, { status: 503, code: 'unavailable' });
     const ids = ['a', 'b', 'c'].map((label) => d.track(custom(label)).id);
 
     await d.flush();
 
-    const attempts = fake.eventRequests();
+    const attempts = fx.fake.eventRequests();
     expect(attempts).toHaveLength(3);
     for (const attempt of attempts) expect(eventIdsOf(attempt.body)).toEqual(ids);
     // random() = 1 makes full jitter pick the ceiling: 20 ms, then 40 ms.
     expect(attempts[1].at - attempts[0].at).toBeGreaterThanOrEqual(20 - SLACK_MS);
     expect(attempts[2].at - attempts[1].at).toBeGreaterThanOrEqual(40 - SLACK_MS);
-    expect(fake.storedIds(sessionId)).toEqual(ids);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids);
     expect(d.stats()).toMatchObject({ sent: 3, retries: 2, rejected: 0, buffered: 0 });
   });
 
@@ -199,12 +175,12 @@ describe('retries', () => {
     // random() = 0 would make the backoff 0 ms: any wait comes from Retry-After.
     const d = device({ random: () => 0 });
     await d.startSession();
-    fake.failNext({ status: 429, code: 'rate_limited', headers: { 'retry-after': '1' } });
+    fx.fake.failNext({ status: 429, code: 'rate_limited', headers: { 'retry-after': '1' } });
     d.track(custom('a'));
 
     await d.flush();
 
-    const [first, second] = fake.eventRequests();
+    const [first, second] = fx.fake.eventRequests();
     expect(second.at - first.at).toBeGreaterThanOrEqual(1000 - SLACK_MS);
     expect(eventIdsOf(second.body)).toEqual(eventIdsOf(first.body));
   });
@@ -213,7 +189,7 @@ describe('retries', () => {
     const retryAt = 1_750_000_000_000; // a whole second, as HTTP dates have no milliseconds
     const d = device({ random: () => 0, clock: { now: () => retryAt - 150 } });
     await d.startSession();
-    fake.failNext({
+    fx.fake.failNext({
       status: 429,
       code: 'rate_limited',
       headers: { 'retry-after': new Date(retryAt).toUTCString() },
@@ -222,38 +198,38 @@ describe('retries', () => {
 
     await d.flush();
 
-    const [first, second] = fake.eventRequests();
+    const [first, second] = fx.fake.eventRequests();
     expect(second.at - first.at).toBeGreaterThanOrEqual(150 - SLACK_MS);
   });
 
   it('buffers through a server outage and flushes in order once it is back on the same port', async () => {
     const d = device({ batchSize: 2 });
     const { sessionId } = await d.startSession();
-    await fake.stop();
+    await fx.fake.stop();
 
     const ids = ['1', '2', '3', '4', '5'].map((label) => d.track(custom(label)).id);
     const flushed = d.flush();
     await waitFor(() => d.stats().retries >= 3);
     expect(d.stats().buffered).toBe(5);
 
-    await fake.restart();
+    await fx.fake.restart();
     await flushed;
 
-    expect(fake.storedIds(sessionId)).toEqual(ids);
-    expect(fake.batches()).toEqual([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids);
+    expect(fx.fake.batches()).toEqual([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
     expect(d.stats()).toMatchObject({ sent: 5, buffered: 0, dropped: 0, rejected: 0 });
   });
 
   it('resends after a lost response; the server dedupes by id', async () => {
     const d = device();
     const { sessionId } = await d.startSession();
-    fake.failNext('drop', 'storeThenDrop');
+    fx.fake.failNext('drop', 'storeThenDrop');
     const ids = ['a', 'b', 'c'].map((label) => d.track(custom(label)).id);
 
     await d.flush();
 
-    expect(fake.batches()).toEqual([ids, ids, ids]);
-    expect(fake.storedIds(sessionId)).toEqual(ids);
+    expect(fx.fake.batches()).toEqual([ids, ids, ids]);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids);
     expect(d.stats()).toMatchObject({ sent: 3, duplicates: 3, retries: 2 });
   });
 });
@@ -264,7 +240,7 @@ describe('refusals', () => {
     const { sessionId } = await d.startSession();
     const errors: DeviceErrorEvent[] = [];
     d.on('error', (event) => errors.push(event));
-    fake.failNext('pass', {
+    fx.fake.failNext('pass', {
       status: 400,
       body: {
         type: 'about:blank',
@@ -279,8 +255,8 @@ describe('refusals', () => {
 
     await d.flush();
 
-    expect(fake.batches()).toEqual([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
-    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[1], ids[4], ids[5]]);
+    expect(fx.fake.batches()).toEqual([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([ids[0], ids[1], ids[4], ids[5]]);
     expect(d.stats()).toMatchObject({ sent: 4, rejected: 2, retries: 0, buffered: 0 });
     expect(errors).toHaveLength(1);
     expect(errors[0].error).toMatchObject({
@@ -300,27 +276,27 @@ describe('refusals', () => {
   it('splits a batch refused with 413 instead of dropping it', async () => {
     const d = device({ batchSize: 4 });
     const { sessionId } = await d.startSession();
-    fake.failNext({ status: 413, code: 'payload_too_large' });
+    fx.fake.failNext({ status: 413, code: 'payload_too_large' });
     const ids = ['1', '2', '3', '4'].map((label) => d.track(custom(label)).id);
 
     await d.flush();
 
-    expect(fake.batches()).toEqual([ids, ids.slice(0, 2), ids.slice(2)]);
-    expect(fake.storedIds(sessionId)).toEqual(ids);
+    expect(fx.fake.batches()).toEqual([ids, ids.slice(0, 2), ids.slice(2)]);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids);
     expect(d.stats()).toMatchObject({ sent: 4, rejected: 0 });
   });
 
   it('sends both halves of a batch split after a 413 at once, without newer events', async () => {
     const d = device({ batchSize: 4 });
     const { sessionId } = await d.startSession();
-    fake.failNext({ status: 413, code: 'payload_too_large' });
+    fx.fake.failNext({ status: 413, code: 'payload_too_large' });
     const ids = ['1', '2', '3', '4'].map((label) => d.track(custom(label)).id); // full: sent at once
     ids.push(d.track(custom('5')).id);
 
     await waitFor(() => d.stats().sent === 4);
 
-    expect(fake.batches()).toEqual([ids.slice(0, 4), ids.slice(0, 2), ids.slice(2, 4)]);
-    expect(fake.storedIds(sessionId)).toEqual(ids.slice(0, 4));
+    expect(fx.fake.batches()).toEqual([ids.slice(0, 4), ids.slice(0, 2), ids.slice(2, 4)]);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids.slice(0, 4));
     expect(d.stats()).toMatchObject({ buffered: 1 });
   });
 
@@ -329,7 +305,7 @@ describe('refusals', () => {
     const { sessionId } = await d.startSession();
     const errors: DeviceErrorEvent[] = [];
     d.on('error', (event) => errors.push(event));
-    fake.token = 'rotated-token';
+    fx.fake.token = 'rotated-token';
     const ids = ['a', 'b'].map((label) => d.track(custom(label)).id);
 
     await expect(d.flush()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
@@ -340,7 +316,7 @@ describe('refusals', () => {
 
     d.setToken('rotated-token');
     await d.flush();
-    expect(fake.storedIds(sessionId)).toEqual(ids);
+    expect(fx.fake.storedIds(sessionId)).toEqual(ids);
   });
 });
 
@@ -356,12 +332,12 @@ describe('partial resend', () => {
 
     await d.flush();
 
-    expect(fake.batches()).toEqual([
+    expect(fx.fake.batches()).toEqual([
       [a.id, bad.id, c.id],
       [a.id, c.id],
     ]);
-    expect(fake.eventRequests()[1].body).toEqual({ events: [a, c] });
-    expect(fake.storedIds(sessionId)).toEqual([a.id, c.id]);
+    expect(fx.fake.eventRequests()[1].body).toEqual({ events: [a, c] });
+    expect(fx.fake.storedIds(sessionId)).toEqual([a.id, c.id]);
     expect(d.stats()).toEqual({ sent: 2, duplicates: 0, dropped: 0, rejected: 1, buffered: 0, retries: 0 });
     expect(errors).toHaveLength(1);
     expect(errors[0].error).toMatchObject({
@@ -387,8 +363,8 @@ describe('partial resend', () => {
     await waitFor(() => d.stats().sent === 2);
     d.track(custom('d')); // waits for its own batch: it is not tacked onto the resend
 
-    expect(fake.batches()).toEqual([ids, [ids[0], ids[2]]]);
-    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[2]]);
+    expect(fx.fake.batches()).toEqual([ids, [ids[0], ids[2]]]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([ids[0], ids[2]]);
     expect(d.stats()).toMatchObject({ sent: 2, rejected: 1, buffered: 1 });
   });
 
@@ -404,7 +380,7 @@ describe('partial resend', () => {
 
     await d.flush();
 
-    expect(fake.storedIds(sessionId)).toEqual([good.id]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([good.id]);
     expect(errors).toHaveLength(1);
     expect(errors[0].error.errors.map((error) => error.path)).toEqual([
       'events[1].cpuUsage',
@@ -432,7 +408,7 @@ describe('partial resend', () => {
 
     expect(errors[0].error.code).toBe('unknown_event_type');
     expect(errors[0].rejectedEvents).toEqual([unknown]);
-    expect(fake.storedIds(sessionId)).toEqual([good.id]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([good.id]);
   });
 
   it('drops the whole batch when any error path is not event-specific', async () => {
@@ -449,7 +425,7 @@ describe('partial resend', () => {
         ...(errorList ? { errors: errorList } : {}),
       },
     });
-    fake.failNext(
+    fx.fake.failNext(
       refusal([
         { path: 'events[0].timestamp', message: 'bad' },
         { path: 'events', message: 'bad' },
@@ -469,8 +445,8 @@ describe('partial resend', () => {
       await d.flush();
     }
 
-    expect(fake.batches()).toHaveLength(6);
-    expect(fake.storedIds(sessionId)).toEqual([]);
+    expect(fx.fake.batches()).toHaveLength(6);
+    expect(fx.fake.storedIds(sessionId)).toEqual([]);
     expect(d.stats()).toMatchObject({ sent: 0, rejected: 12, buffered: 0 });
     expect(errors.map((error) => error.rejectedEvents.length)).toEqual([2, 2, 2, 2, 2, 2]);
     // The event-specific complaints are still handed out per event.
@@ -488,13 +464,13 @@ describe('partial resend', () => {
 
     await d.flush();
 
-    expect(fake.batches()).toHaveLength(1);
-    expect(fake.storedIds(sessionId)).toEqual([]);
+    expect(fx.fake.batches()).toHaveLength(1);
+    expect(fx.fake.storedIds(sessionId)).toEqual([]);
     expect(d.stats()).toMatchObject({ sent: 0, rejected: 2, buffered: 0 });
   });
 
   it('handles a resend refused again the same way, pass after pass, until the rest is accepted', async () => {
-    fake.maxReportedErrors = 2; // like the real server's cap of 50: the first answer names only some
+    fx.fake.maxReportedErrors = 2; // like the real server's cap of 50: the first answer names only some
     const d = device();
     const { sessionId } = await d.startSession();
     const errors: DeviceErrorEvent[] = [];
@@ -506,7 +482,7 @@ describe('partial resend', () => {
 
     await d.flush();
 
-    expect(fake.batches()).toEqual([
+    expect(fx.fake.batches()).toEqual([
       ids,
       [ids[0], ids[3], ids[4], ids[5], ids[6], ids[7]],
       [ids[0], ids[3], ids[6], ids[7]],
@@ -517,7 +493,7 @@ describe('partial resend', () => {
       [ids[4], ids[5]],
       [ids[6]],
     ]);
-    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[3], ids[7]]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([ids[0], ids[3], ids[7]]);
     expect(d.stats()).toMatchObject({ sent: 3, rejected: 5, buffered: 0, retries: 0 });
   });
 
@@ -526,7 +502,7 @@ describe('partial resend', () => {
     const { sessionId } = await d.startSession();
     const errors: DeviceErrorEvent[] = [];
     d.on('error', (event) => errors.push(event));
-    fake.failNext('pass', { status: 503, code: 'unavailable' }, 'pass', 'pass', {
+    fx.fake.failNext('pass', { status: 503, code: 'unavailable' }, 'pass', 'pass', {
       status: 400,
       body: { status: 400, code: 'validation_failed', errors: [{ path: 'events', message: 'no' }] },
     });
@@ -543,14 +519,14 @@ describe('partial resend', () => {
     ];
     await d.flush();
 
-    expect(fake.batches()).toEqual([
+    expect(fx.fake.batches()).toEqual([
       first.map((event) => event.id),
       [first[0].id, first[2].id], // 503
       [first[0].id, first[2].id], // stored
       second.map((event) => event.id),
       [second[0].id, second[2].id], // refused whole
     ]);
-    expect(fake.storedIds(sessionId)).toEqual([first[0].id, first[2].id]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([first[0].id, first[2].id]);
     expect(errors.map((error) => error.rejectedEvents)).toEqual([
       [first[1]],
       [second[1]],
@@ -571,13 +547,13 @@ describe('partial resend', () => {
     ];
     await d.flush();
 
-    expect(fake.batches()).toEqual([
+    expect(fx.fake.batches()).toEqual([
       [events[0].id, events[1].id],
       [events[1].id],
       [events[2].id, events[3].id],
       [events[4].id],
     ]);
-    expect(fake.storedIds(sessionId)).toEqual(events.slice(1).map((event) => event.id));
+    expect(fx.fake.storedIds(sessionId)).toEqual(events.slice(1).map((event) => event.id));
   });
 
   it('keeps the rest of a batch when a listener tracks enough events to overflow the buffer', async () => {
@@ -595,11 +571,11 @@ describe('partial resend', () => {
     await d.flush();
 
     // The buffer held the 2 events left of the batch and 1 more: x and y were dropped, not a or c.
-    expect(fake.batches()).toEqual([events.map((event) => event.id), [events[0].id, events[2].id]]);
+    expect(fx.fake.batches()).toEqual([events.map((event) => event.id), [events[0].id, events[2].id]]);
     expect(d.pendingEvents().map((event) => event.id)).toEqual([late[2]]);
     expect(d.stats()).toMatchObject({ sent: 2, rejected: 1, dropped: 2, buffered: 1 });
     await d.flush();
-    expect(fake.storedIds(sessionId)).toEqual([events[0].id, events[2].id, late[2]]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([events[0].id, events[2].id, late[2]]);
   });
 });
 
@@ -614,29 +590,29 @@ describe('buffer', () => {
 
     const { sessionId } = await d.startSession();
     await d.flush();
-    expect(labelsOf(fake.sessions.get(sessionId)?.events ?? [])).toEqual(labels.slice(3));
+    expect(labelsOf(fx.fake.sessions.get(sessionId)?.events ?? [])).toEqual(labels.slice(3));
   });
 
   it('never drops the batch in flight when the buffer overflows', async () => {
     const d = device({ batchSize: 2, maxBufferedEvents: 3 });
     const { sessionId } = await d.startSession();
-    await fake.stop();
+    await fx.fake.stop();
     const ids = ['1', '2'].map((label) => d.track(custom(label)).id); // a full batch: in flight at once
     await waitFor(() => d.stats().retries >= 1);
 
     ids.push(...['3', '4', '5'].map((label) => d.track(custom(label)).id));
     expect(d.stats()).toMatchObject({ dropped: 2, buffered: 3 });
 
-    await fake.restart();
+    await fx.fake.restart();
     await d.flush();
-    expect(fake.storedIds(sessionId)).toEqual([ids[0], ids[1], ids[4]]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([ids[0], ids[1], ids[4]]);
     expect(d.stats()).toMatchObject({ sent: 3, dropped: 2, buffered: 0 });
   });
 
   it('close() stops sending, rejects pending flushes and keeps the events', async () => {
     const d = device();
     await d.startSession();
-    await fake.stop();
+    await fx.fake.stop();
     const tracked = ['a', 'b', 'c'].map((label) => d.track(custom(label)));
     const flushed = d.flush();
     await waitFor(() => d.stats().retries >= 1);

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { afterEach, beforeEach } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { LivelineDevice, type LivelineDeviceOptions } from '../src/index.ts';
 
 /** One request as the fake server saw it. */
 export interface RecordedRequest {
@@ -613,4 +615,39 @@ function validateBatch(body: Record<string, unknown>, sessionId: string, maxErro
     }
   }
   return result();
+}
+
+/**
+ * A fresh fake server for every test of the file, and a device factory against it (no interval
+ * flushes unless a test asks, tiny deterministic backoff); devices are closed after each test.
+ */
+export function fakeLivelineFixture() {
+  let current: FakeLiveline | null = null;
+  const devices: LivelineDevice[] = [];
+  beforeEach(async () => {
+    current = await FakeLiveline.start();
+  });
+  afterEach(async () => {
+    await Promise.all(devices.splice(0).map((d) => d.close()));
+    await current?.stop();
+    current = null;
+  });
+  return {
+    get fake(): FakeLiveline {
+      if (!current) throw new Error('the fake server runs only inside a test');
+      return current;
+    },
+    device(options: Partial<LivelineDeviceOptions> = {}): LivelineDevice {
+      const created = new LivelineDevice({
+        baseUrl: this.fake.baseUrl,
+        token: this.fake.token,
+        flushIntervalMs: 60_000,
+        random: () => 1,
+        retry: { initialDelayMs: 5, maxDelayMs: 20 },
+        ...options,
+      });
+      devices.push(created);
+      return created;
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import {
   AspectRatio,
@@ -6,7 +6,7 @@ import {
   type DeviceErrorEvent,
   type DeviceEvents,
   type DisconnectedInfo,
-  LivelineDevice,
+  type LivelineDevice,
   type LivelineDeviceOptions,
   LivelineError,
   LookType,
@@ -14,35 +14,13 @@ import {
   Resolution,
   standardWebSocketConnector,
 } from '../src/index.ts';
-import { eventIdsOf, FakeLiveline } from './fake-liveline.ts';
+import { eventIdsOf, fakeLivelineFixture } from './fake-liveline.ts';
 
 /** Timers may fire a millisecond or so early; lower bounds on delays allow for that. */
 const SLACK_MS = 5;
 
-let fake: FakeLiveline;
-const devices: LivelineDevice[] = [];
-
-beforeEach(async () => {
-  fake = await FakeLiveline.start();
-});
-
-afterEach(async () => {
-  await Promise.all(devices.splice(0).map((device) => device.close()));
-  await fake.stop();
-});
-
-function device(options: Partial<LivelineDeviceOptions> = {}): LivelineDevice {
-  const created = new LivelineDevice({
-    baseUrl: fake.baseUrl,
-    token: fake.token,
-    flushIntervalMs: 60_000,
-    random: () => 1,
-    retry: { initialDelayMs: 5, maxDelayMs: 20 },
-    ...options,
-  });
-  devices.push(created);
-  return created;
-}
+const fx = fakeLivelineFixture();
+const device = (options?: Partial<LivelineDeviceOptions>) => fx.device(options);
 
 /** A device with a session, connected. */
 async function connected(options: Partial<LivelineDeviceOptions> = {}) {
@@ -84,26 +62,26 @@ function recorder(d: LivelineDevice) {
 }
 
 async function ackOf(commandId: string) {
-  await waitFor(() => fake.socketMessages('ack').some((m) => m.commandId === commandId));
-  return fake.socketMessages('ack').filter((m) => m.commandId === commandId);
+  await waitFor(() => fx.fake.socketMessages('ack').some((m) => m.commandId === commandId));
+  return fx.fake.socketMessages('ack').filter((m) => m.commandId === commandId);
 }
 
 describe('connecting', () => {
   it('opens the session’s realtimeUrl with the token in the Authorization header and resolves on welcome', async () => {
-    fake.heartbeatIntervalMs = 12_345;
+    fx.fake.heartbeatIntervalMs = 12_345;
     const d = device();
     const seen = recorder(d);
     const { sessionId } = await d.startSession();
     expect(d.connected).toBe(false);
     await d.connect();
     expect(d.connected).toBe(true);
-    const connection = fake.connections[0];
+    const connection = fx.fake.connections[0];
     expect(connection.url).toBe(`/client/v1/sessions/${sessionId}/realtime`);
-    expect(connection.headers.authorization).toBe(`Bearer ${fake.token}`);
+    expect(connection.headers.authorization).toBe(`Bearer ${fx.fake.token}`);
     expect(seen.connected).toEqual([{ sessionId, heartbeatIntervalMs: 12_345 }]);
     // Connecting again while connected is a no-op.
     await d.connect();
-    expect(fake.connections).toHaveLength(1);
+    expect(fx.fake.connections).toHaveLength(1);
   });
 
   it('rejects connect() without a session, and after close()', async () => {
@@ -114,50 +92,50 @@ describe('connecting', () => {
   });
 
   it('sends a heartbeat every heartbeatIntervalMs from the welcome', async () => {
-    fake.heartbeatIntervalMs = 40;
+    fx.fake.heartbeatIntervalMs = 40;
     const d = device();
     await d.startSession();
     const welcomedAt = performance.now();
     await d.connect();
-    await waitFor(() => fake.connections[0].heartbeats.length >= 5);
-    const beats = fake.connections[0].heartbeats;
+    await waitFor(() => fx.fake.connections[0].heartbeats.length >= 5);
+    const beats = fx.fake.connections[0].heartbeats;
     expect(beats[0] - welcomedAt).toBeGreaterThanOrEqual(40 - SLACK_MS);
     for (let i = 1; i < beats.length; i++) {
       expect(beats[i] - beats[i - 1]).toBeGreaterThanOrEqual(40 - SLACK_MS);
       expect(beats[i] - beats[i - 1]).toBeLessThan(40 * 3);
     }
-    expect(fake.connections[0].received.filter((m) => m.type === 'heartbeat')[0]).toEqual({
+    expect(fx.fake.connections[0].received.filter((m) => m.type === 'heartbeat')[0]).toEqual({
       type: 'heartbeat',
     });
     await d.disconnect();
     const count = beats.length;
     await sleep(120);
-    expect(fake.connections[0].heartbeats.length).toBe(count);
+    expect(fx.fake.connections[0].heartbeats.length).toBe(count);
   });
 
   it('reconnects with exponential backoff while the upgrade fails, then resumes the same session', async () => {
-    fake.scriptUpgrades({ status: 503 }, { status: 502 }, 'drop', { status: 503 });
+    fx.fake.scriptUpgrades({ status: 503 }, { status: 502 }, 'drop', { status: 503 });
     const d = device({ retry: { initialDelayMs: 30, maxDelayMs: 100 } });
     const seen = recorder(d);
     const { sessionId } = await d.startSession();
     await d.connect();
-    expect(fake.upgradeAttempts).toHaveLength(5);
+    expect(fx.fake.upgradeAttempts).toHaveLength(5);
     expect(seen.reconnecting).toEqual([
       { attempt: 1, delayMs: 30, code: 1006 },
       { attempt: 2, delayMs: 60, code: 1006 },
       { attempt: 3, delayMs: 100, code: 1006 },
       { attempt: 4, delayMs: 100, code: 1006 },
     ]);
-    const gaps = fake.upgradeAttempts.slice(1).map((at, i) => at - fake.upgradeAttempts[i]);
+    const gaps = fx.fake.upgradeAttempts.slice(1).map((at, i) => at - fx.fake.upgradeAttempts[i]);
     [30, 60, 100, 100].forEach((delay, i) => {
       expect(gaps[i]).toBeGreaterThanOrEqual(delay - SLACK_MS);
     });
-    expect(fake.connections.map((c) => c.sessionId)).toEqual([sessionId]);
+    expect(fx.fake.connections.map((c) => c.sessionId)).toEqual([sessionId]);
     expect(seen.errors).toEqual([]);
   });
 
   it('draws each delay uniformly below the cap (full jitter)', async () => {
-    fake.scriptUpgrades({ status: 503 }, { status: 503 }, { status: 503 });
+    fx.fake.scriptUpgrades({ status: 503 }, { status: 503 }, { status: 503 });
     const draws = [0.5, 0.25, 0];
     const d = device({ random: () => draws.shift() ?? 0, retry: { initialDelayMs: 40, maxDelayMs: 1000 } });
     const seen = recorder(d);
@@ -170,15 +148,15 @@ describe('connecting', () => {
     const d = device({ retry: { initialDelayMs: 20, maxDelayMs: 1000 } });
     const seen = recorder(d);
     const { sessionId } = await d.startSession();
-    fake.scriptUpgrades({ status: 503 }, { status: 503 });
+    fx.fake.scriptUpgrades({ status: 503 }, { status: 503 });
     await d.connect();
     expect(seen.reconnecting.map((r) => r.delayMs)).toEqual([20, 40]);
-    fake.connections[0].ws.terminate();
-    await waitFor(() => fake.connections.length === 2 && d.connected);
+    fx.fake.connections[0].ws.terminate();
+    await waitFor(() => fx.fake.connections.length === 2 && d.connected);
     expect(seen.disconnected).toEqual([{ code: 1006, reason: '', willReconnect: true }]);
     expect(seen.reconnecting.at(-1)).toEqual({ attempt: 1, delayMs: 20, code: 1006 });
     expect(seen.connected).toHaveLength(2);
-    expect(fake.connections[1].sessionId).toBe(sessionId);
+    expect(fx.fake.connections[1].sessionId).toBe(sessionId);
   });
 
   it('reconnects promptly after 1012 (server restarting), then backs off if the server is still away', async () => {
@@ -186,9 +164,9 @@ describe('connecting', () => {
     const seen = recorder(d);
     await d.startSession();
     await d.connect();
-    fake.scriptUpgrades({ status: 503 });
-    fake.connections[0].ws.close(1012, 'server restarting');
-    await waitFor(() => fake.connections.length === 2 && d.connected);
+    fx.fake.scriptUpgrades({ status: 503 });
+    fx.fake.connections[0].ws.close(1012, 'server restarting');
+    await waitFor(() => fx.fake.connections.length === 2 && d.connected);
     expect(seen.disconnected[0]).toEqual({ code: 1012, reason: 'server restarting', willReconnect: true });
     expect(seen.reconnecting).toEqual([
       { attempt: 1, delayMs: 25, code: 1012 },
@@ -200,9 +178,9 @@ describe('connecting', () => {
     const { device: d, sessionId } = await connected();
     const seen = recorder(d);
     const intruder = new WebSocket(
-      `${fake.baseUrl.replace('http', 'ws')}/client/v1/sessions/${sessionId}/realtime`,
+      `${fx.fake.baseUrl.replace('http', 'ws')}/client/v1/sessions/${sessionId}/realtime`,
       {
-        headers: { authorization: `Bearer ${fake.token}` },
+        headers: { authorization: `Bearer ${fx.fake.token}` },
       },
     );
     await waitFor(() => seen.replaced.length === 1);
@@ -212,7 +190,7 @@ describe('connecting', () => {
     ]);
     expect(d.connected).toBe(false);
     await sleep(100);
-    expect(fake.upgradeAttempts).toHaveLength(2);
+    expect(fx.fake.upgradeAttempts).toHaveLength(2);
     expect(seen.reconnecting).toEqual([]);
     intruder.terminate();
   });
@@ -230,7 +208,7 @@ describe('connecting', () => {
     expect(seen.replaced).toEqual([{ sessionId }]);
     expect(first.connected).toBe(false);
     expect(second.connected).toBe(true);
-    expect(fake.connections.map((c) => c.sessionId)).toEqual([sessionId, sessionId]);
+    expect(fx.fake.connections.map((c) => c.sessionId)).toEqual([sessionId, sessionId]);
   });
 
   it.each([
@@ -240,7 +218,7 @@ describe('connecting', () => {
   ])(
     'treats close code %i as permanent: error %s, connect() rejects, no retries',
     async (closeCode, code) => {
-      fake.scriptUpgrades({ close: closeCode });
+      fx.fake.scriptUpgrades({ close: closeCode });
       const d = device();
       const seen = recorder(d);
       await d.startSession();
@@ -250,23 +228,23 @@ describe('connecting', () => {
       expect(seen.errors.map((e) => e.error.code)).toEqual([code]);
       expect(seen.errors[0].rejectedEvents).toEqual([]);
       await sleep(60);
-      expect(fake.upgradeAttempts).toHaveLength(1);
+      expect(fx.fake.upgradeAttempts).toHaveLength(1);
       expect(seen.reconnecting).toEqual([]);
     },
   );
 
   it('stops on a 401 upgrade refusal and reconnects after setToken()', async () => {
-    fake.scriptUpgrades({ status: 401 });
+    fx.fake.scriptUpgrades({ status: 401 });
     const d = device();
     const seen = recorder(d);
     await d.startSession();
     await expect(d.connect()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
     await sleep(50);
-    expect(fake.upgradeAttempts).toHaveLength(1);
-    d.setToken(fake.token);
+    expect(fx.fake.upgradeAttempts).toHaveLength(1);
+    d.setToken(fx.fake.token);
     await waitFor(() => d.connected);
     expect(seen.errors.map((e) => e.error.code)).toEqual(['unauthorized']);
-    expect(fake.upgradeAttempts).toHaveLength(2);
+    expect(fx.fake.upgradeAttempts).toHaveLength(2);
   });
 
   it('disconnect() closes with 1000 and stops reconnecting; connect() opens again', async () => {
@@ -274,60 +252,60 @@ describe('connecting', () => {
     const seen = recorder(d);
     await d.disconnect();
     expect(d.connected).toBe(false);
-    await waitFor(() => fake.connections[0].closed !== null);
-    expect(fake.connections[0].closed).toEqual({ code: 1000, reason: 'client closed' });
+    await waitFor(() => fx.fake.connections[0].closed !== null);
+    expect(fx.fake.connections[0].closed).toEqual({ code: 1000, reason: 'client closed' });
     expect(seen.disconnected).toEqual([{ code: 1000, reason: 'client closed', willReconnect: false }]);
     await sleep(50);
-    expect(fake.upgradeAttempts).toHaveLength(1);
+    expect(fx.fake.upgradeAttempts).toHaveLength(1);
     await d.connect();
-    expect(fake.connections).toHaveLength(2);
+    expect(fx.fake.connections).toHaveLength(2);
   });
 
   it('disconnect() before the welcome rejects the pending connect()', async () => {
-    fake.autoWelcome = false;
+    fx.fake.autoWelcome = false;
     const d = device();
     await d.startSession();
     const pending = d.connect().catch((error: unknown) => error);
-    await fake.waitForConnection(1);
+    await fx.fake.waitForConnection(1);
     await d.disconnect();
     expect(await pending).toMatchObject({ code: 'disconnected' });
-    await waitFor(() => fake.connections[0].closed !== null);
+    await waitFor(() => fx.fake.connections[0].closed !== null);
   });
 
   it('close() closes the socket with 1000 and stops its timers', async () => {
-    fake.heartbeatIntervalMs = 20;
+    fx.fake.heartbeatIntervalMs = 20;
     const { device: d } = await connected();
     d.startHealthReporting(() => ({ fps: 72 }), 20);
     await d.close();
-    await waitFor(() => fake.connections[0].closed !== null);
-    expect(fake.connections[0].closed?.code).toBe(1000);
-    const beats = fake.connections[0].heartbeats.length;
+    await waitFor(() => fx.fake.connections[0].closed !== null);
+    expect(fx.fake.connections[0].closed?.code).toBe(1000);
+    const beats = fx.fake.connections[0].heartbeats.length;
     const buffered = d.stats().buffered;
     await sleep(80);
-    expect(fake.connections[0].heartbeats.length).toBe(beats);
+    expect(fx.fake.connections[0].heartbeats.length).toBe(beats);
     expect(d.stats().buffered).toBe(buffered);
-    expect(fake.upgradeAttempts).toHaveLength(1);
+    expect(fx.fake.upgradeAttempts).toHaveLength(1);
   });
 
   it('endSession() flushes, closes the channel, then ends the session', async () => {
     const { device: d, sessionId } = await connected();
     d.track({ eventType: 'Custom', custom01: 'last' });
     await d.endSession();
-    expect(fake.connections[0].closed?.code).toBe(1000);
-    expect(fake.storedIds(sessionId)).toHaveLength(1);
-    expect(fake.sessions.get(sessionId)?.endedAt).not.toBeNull();
+    expect(fx.fake.connections[0].closed?.code).toBe(1000);
+    expect(fx.fake.storedIds(sessionId)).toHaveLength(1);
+    expect(fx.fake.sessions.get(sessionId)?.endedAt).not.toBeNull();
   });
 
   it('terminates a connection the server stopped pinging and reconnects', async () => {
-    fake.heartbeatIntervalMs = 20;
+    fx.fake.heartbeatIntervalMs = 20;
     const { device: d } = await connected();
     const seen = recorder(d);
-    fake.connections[0].ws.ping();
+    fx.fake.connections[0].ws.ping();
     // No frame or ping for three intervals: the peer is gone.
-    fake.connections[0].ws.pause();
+    fx.fake.connections[0].ws.pause();
     await waitFor(() => seen.connected.length === 1, 2000);
     expect(seen.disconnected[0]).toMatchObject({ code: 1006, willReconnect: true });
-    expect(fake.connections).toHaveLength(2);
+    expect(fx.fake.connections).toHaveLength(2);
   });
 });
 
@@ -358,8 +336,8 @@ describe('commands', () => {
       calls.push(['record.stop']);
     });
     const ids = [
-      fake.sendCommand(sessionId, { name: 'text', data: 'hello headset' }),
-      fake.sendCommand(sessionId, {
+      fx.fake.sendCommand(sessionId, { name: 'text', data: 'hello headset' }),
+      fx.fake.sendCommand(sessionId, {
         name: 'jump',
         data: {
           names: ['height', 'count', 'loud', 'label', 'neg'],
@@ -367,7 +345,7 @@ describe('commands', () => {
           values: ['2.5', '3', 'false', 'a b', '-7'],
         },
       }),
-      fake.sendCommand(sessionId, {
+      fx.fake.sendCommand(sessionId, {
         name: 'camera',
         data: {
           controls: [
@@ -378,16 +356,16 @@ describe('commands', () => {
           ],
         },
       }),
-      fake.sendCommand(sessionId, {
+      fx.fake.sendCommand(sessionId, {
         name: 'stream.start',
         data: { resolution: 2, aspectratio: 1, streamingSessionId: 'stream-1' },
       }),
-      fake.sendCommand(sessionId, { name: 'record.start', data: { recordingId: 'rec-1' } }),
-      fake.sendCommand(sessionId, { name: 'record.stop', data: {} }),
-      fake.sendCommand(sessionId, { name: 'stream.stop', data: {} }),
+      fx.fake.sendCommand(sessionId, { name: 'record.start', data: { recordingId: 'rec-1' } }),
+      fx.fake.sendCommand(sessionId, { name: 'record.stop', data: {} }),
+      fx.fake.sendCommand(sessionId, { name: 'stream.stop', data: {} }),
     ];
-    await waitFor(() => fake.socketMessages('ack').length === ids.length);
-    expect(fake.socketMessages('ack')).toEqual(
+    await waitFor(() => fx.fake.socketMessages('ack').length === ids.length);
+    expect(fx.fake.socketMessages('ack')).toEqual(
       ids.map((commandId) => ({ type: 'ack', commandId, ok: true })),
     );
     expect(calls).toEqual([
@@ -418,8 +396,8 @@ describe('commands', () => {
       if (text === 'sync') throw new Error('cannot show text now');
       return Promise.reject(new Error('async refusal'));
     });
-    const a = fake.sendCommand(sessionId, { name: 'text', data: 'sync' });
-    const b = fake.sendCommand(sessionId, { name: 'text', data: 'async' });
+    const a = fx.fake.sendCommand(sessionId, { name: 'text', data: 'sync' });
+    const b = fx.fake.sendCommand(sessionId, { name: 'text', data: 'async' });
     expect(await ackOf(a)).toEqual([{ type: 'ack', commandId: a, ok: false, error: 'cannot show text now' }]);
     expect(await ackOf(b)).toEqual([{ type: 'ack', commandId: b, ok: false, error: 'async refusal' }]);
   });
@@ -428,16 +406,16 @@ describe('commands', () => {
     const { device: d, sessionId } = await connected();
     const off = d.onCamera(() => {});
     off();
-    const camera = fake.sendCommand(sessionId, {
+    const camera = fx.fake.sendCommand(sessionId, {
       name: 'camera',
       data: { controls: [{ name: 'fieldOfView', value: '60' }] },
     });
-    const custom = fake.sendCommand(sessionId, {
+    const custom = fx.fake.sendCommand(sessionId, {
       name: 'jump',
       data: { names: ['a'], types: ['int'], values: ['1'] },
     });
     d.onText(() => {});
-    const bad = fake.sendCommand(sessionId, { name: 'text', data: { not: 'a string' } });
+    const bad = fx.fake.sendCommand(sessionId, { name: 'text', data: { not: 'a string' } });
     const [cameraAck] = await ackOf(camera);
     expect(cameraAck).toMatchObject({ ok: false });
     expect(cameraAck.error).toContain('onCamera');
@@ -455,16 +433,16 @@ describe('commands', () => {
       if (text === 'slow') await new Promise<void>((resolve) => (release = resolve));
       log.push(`end ${text}`);
     });
-    const slow = fake.sendCommand(sessionId, { name: 'text', data: 'slow' });
-    const fast = fake.sendCommand(sessionId, { name: 'text', data: 'fast' });
+    const slow = fx.fake.sendCommand(sessionId, { name: 'text', data: 'slow' });
+    const fast = fx.fake.sendCommand(sessionId, { name: 'text', data: 'fast' });
     await waitFor(() => log.length === 1);
     await sleep(30);
     expect(log).toEqual(['start slow']);
-    expect(fake.socketMessages('ack')).toEqual([]);
+    expect(fx.fake.socketMessages('ack')).toEqual([]);
     release();
-    await waitFor(() => fake.socketMessages('ack').length === 2);
+    await waitFor(() => fx.fake.socketMessages('ack').length === 2);
     expect(log).toEqual(['start slow', 'end slow', 'start fast', 'end fast']);
-    expect(fake.socketMessages('ack').map((m) => m.commandId)).toEqual([slow, fast]);
+    expect(fx.fake.socketMessages('ack').map((m) => m.commandId)).toEqual([slow, fast]);
   });
 
   it('hands a repeated commandId to the app once, and answers each repeat again', async () => {
@@ -474,19 +452,19 @@ describe('commands', () => {
     d.onText((text) => {
       texts.push(text);
     });
-    const id = fake.sendCommand(sessionId, { name: 'text', data: 'once' });
-    await waitFor(() => fake.socketMessages('ack').length === 1);
+    const id = fx.fake.sendCommand(sessionId, { name: 'text', data: 'once' });
+    await waitFor(() => fx.fake.socketMessages('ack').length === 1);
     // A repeat on the same connection: answered again from memory.
-    fake.sendCommand(sessionId, { name: 'text', data: 'once', commandId: id });
-    await waitFor(() => fake.socketMessages('ack').length === 2);
+    fx.fake.sendCommand(sessionId, { name: 'text', data: 'once', commandId: id });
+    await waitFor(() => fx.fake.socketMessages('ack').length === 2);
     // The server re-sends an unanswered command on a new connection (at-least-once).
-    fake.connections[0].ws.terminate();
-    await waitFor(() => d.connected && fake.connections.length === 2);
-    fake.sendCommand(sessionId, { name: 'text', data: 'once', commandId: id });
-    await waitFor(() => fake.connections[1].received.some((m) => m.type === 'ack'));
+    fx.fake.connections[0].ws.terminate();
+    await waitFor(() => d.connected && fx.fake.connections.length === 2);
+    fx.fake.sendCommand(sessionId, { name: 'text', data: 'once', commandId: id });
+    await waitFor(() => fx.fake.connections[1].received.some((m) => m.type === 'ack'));
     expect(texts).toEqual(['once']);
     expect(seen.commands.map((c) => c.commandId)).toEqual([id]);
-    expect(fake.socketMessages('ack')).toEqual([
+    expect(fx.fake.socketMessages('ack')).toEqual([
       { type: 'ack', commandId: id, ok: true },
       { type: 'ack', commandId: id, ok: true },
       { type: 'ack', commandId: id, ok: true },
@@ -501,21 +479,21 @@ describe('commands', () => {
       calls++;
       await new Promise<void>((resolve) => (release = resolve));
     });
-    const id = fake.sendCommand(sessionId, { name: 'text', data: 'x' });
+    const id = fx.fake.sendCommand(sessionId, { name: 'text', data: 'x' });
     await waitFor(() => calls === 1);
-    fake.sendCommand(sessionId, { name: 'text', data: 'x', commandId: id });
+    fx.fake.sendCommand(sessionId, { name: 'text', data: 'x', commandId: id });
     await sleep(30);
     release();
-    await waitFor(() => fake.socketMessages('ack').length === 1);
+    await waitFor(() => fx.fake.socketMessages('ack').length === 1);
     await sleep(30);
     expect(calls).toBe(1);
-    expect(fake.socketMessages('ack')).toHaveLength(1);
+    expect(fx.fake.socketMessages('ack')).toHaveLength(1);
   });
 
   it('reports server errors about acks through on("error")', async () => {
     const { device: d } = await connected();
     const seen = recorder(d);
-    fake.connections[0].ws.send(
+    fx.fake.connections[0].ws.send(
       JSON.stringify({
         type: 'error',
         code: 'command_expired',
@@ -535,11 +513,11 @@ describe('events over the socket', () => {
     const a = d.track({ eventType: 'Custom', custom01: 'a' });
     const b = d.track({ eventType: 'Health', fps: 72 });
     await d.flush();
-    const [message] = fake.socketMessages('events');
+    const [message] = fx.fake.socketMessages('events');
     expect(message).toMatchObject({ type: 'events', events: [a, b] });
     expect(typeof message.requestId).toBe('string');
-    expect(fake.eventRequests()).toEqual([]);
-    expect(fake.storedIds(sessionId)).toEqual([a.id, b.id]);
+    expect(fx.fake.eventRequests()).toEqual([]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([a.id, b.id]);
     expect(d.stats()).toMatchObject({ sent: 2, buffered: 0 });
   });
 
@@ -550,12 +528,12 @@ describe('events over the socket', () => {
     const bad = d.track({ eventType: 'Health', cpuUsage: 400 });
     const good2 = d.track({ eventType: 'Custom', custom01: 'ok too' });
     await d.flush();
-    const sent = fake.socketMessages('events').map((m) => eventIdsOf(m));
+    const sent = fx.fake.socketMessages('events').map((m) => eventIdsOf(m));
     expect(sent).toEqual([
       [good1.id, bad.id, good2.id],
       [good1.id, good2.id],
     ]);
-    expect(fake.storedIds(sessionId)).toEqual([good1.id, good2.id]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([good1.id, good2.id]);
     expect(seen.errors).toHaveLength(1);
     expect(seen.errors[0].error).toMatchObject({ status: 400, code: 'validation_failed' });
     expect(seen.errors[0].rejections).toEqual([
@@ -565,52 +543,52 @@ describe('events over the socket', () => {
   });
 
   it('falls back to HTTP, same ids, when the socket gives no answer in time', async () => {
-    fake.answerSocketEvents = false;
+    fx.fake.answerSocketEvents = false;
     const { device: d, sessionId } = await connected({ requestTimeoutMs: 100 });
     const event = d.track({ eventType: 'Custom', custom01: 'x' });
     await d.flush();
-    expect(fake.socketMessages('events').map((m) => eventIdsOf(m))).toEqual([[event.id]]);
-    expect(fake.batches()).toEqual([[event.id]]);
-    expect(fake.storedIds(sessionId)).toEqual([event.id]);
+    expect(fx.fake.socketMessages('events').map((m) => eventIdsOf(m))).toEqual([[event.id]]);
+    expect(fx.fake.batches()).toEqual([[event.id]]);
+    expect(fx.fake.storedIds(sessionId)).toEqual([event.id]);
   });
 
   it('sends over HTTP when disabled, or when a batch is too large for one frame', async () => {
     const { device: d, sessionId } = await connected({ eventsOverSocket: false });
     d.track({ eventType: 'Custom', custom01: 'x' });
     await d.flush();
-    expect(fake.socketMessages('events')).toEqual([]);
-    expect(fake.batches()).toHaveLength(1);
+    expect(fx.fake.socketMessages('events')).toEqual([]);
+    expect(fx.fake.batches()).toHaveLength(1);
     const big = await connected({ batchSize: 1000 });
     for (let i = 0; i < 300; i++) big.device.track({ eventType: 'Custom', custom01: 'x'.repeat(1000) });
     await big.device.flush();
-    expect(fake.socketMessages('events')).toEqual([]);
-    expect(fake.storedIds(big.sessionId)).toHaveLength(300);
-    expect(fake.storedIds(sessionId)).toHaveLength(1);
+    expect(fx.fake.socketMessages('events')).toEqual([]);
+    expect(fx.fake.storedIds(big.sessionId)).toHaveLength(300);
+    expect(fx.fake.storedIds(sessionId)).toHaveLength(1);
   });
 
   it('flushes the offline buffer on reconnect, without a flush() call', async () => {
     const { device: d, sessionId } = await connected({ retry: { initialDelayMs: 50, maxDelayMs: 50 } });
-    fake.scriptUpgrades({ status: 503 });
-    fake.connections[0].ws.terminate();
+    fx.fake.scriptUpgrades({ status: 503 });
+    fx.fake.connections[0].ws.terminate();
     await waitFor(() => !d.connected);
     const tracked = [1, 2, 3].map((n) => d.track({ eventType: 'Custom', custom01: `offline ${n}` }));
-    await waitFor(() => fake.storedIds(sessionId).length === 3);
-    expect(fake.storedIds(sessionId)).toEqual(tracked.map((e) => e.id));
-    expect(fake.socketMessages('events').map((m) => eventIdsOf(m))).toEqual([tracked.map((e) => e.id)]);
-    expect(fake.eventRequests()).toEqual([]);
+    await waitFor(() => fx.fake.storedIds(sessionId).length === 3);
+    expect(fx.fake.storedIds(sessionId)).toEqual(tracked.map((e) => e.id));
+    expect(fx.fake.socketMessages('events').map((m) => eventIdsOf(m))).toEqual([tracked.map((e) => e.id)]);
+    expect(fx.fake.eventRequests()).toEqual([]);
   });
 
   it('wakes an HTTP backoff when the channel comes back', async () => {
     const d = device({ retry: { initialDelayMs: 10_000, maxDelayMs: 10_000 } });
     const { sessionId } = await d.startSession();
-    fake.failNext({ status: 503 });
+    fx.fake.failNext({ status: 503 });
     const event = d.track({ eventType: 'Custom', custom01: 'x' });
     const flushed = d.flush();
-    await waitFor(() => fake.eventRequests().length === 1);
+    await waitFor(() => fx.fake.eventRequests().length === 1);
     await d.connect();
     await flushed;
-    expect(fake.storedIds(sessionId)).toEqual([event.id]);
-    expect(fake.socketMessages('events')).toHaveLength(1);
+    expect(fx.fake.storedIds(sessionId)).toEqual([event.id]);
+    expect(fx.fake.socketMessages('events')).toHaveLength(1);
   });
 });
 
@@ -627,7 +605,7 @@ describe('streams started in the app', () => {
     const { recordingId } = await d.startRecording();
     expect(await d.stopRecording()).toEqual({ recordingId });
     expect(await d.stopStream()).toEqual({ streamingSessionId });
-    const paths = fake.requests.map((r) => `${r.method} ${r.path}`).slice(1);
+    const paths = fx.fake.requests.map((r) => `${r.method} ${r.path}`).slice(1);
     const base = `POST /client/v1/sessions/${sessionId}`;
     expect(paths).toEqual([
       `${base}/record/start`,
@@ -636,7 +614,7 @@ describe('streams started in the app', () => {
       `${base}/record/stop`,
       `${base}/stream/stop`,
     ]);
-    expect(fake.requests[2].body).toEqual({ resolution: 1, aspectratio: 0 });
+    expect(fx.fake.requests[2].body).toEqual({ resolution: 1, aspectratio: 0 });
   });
 
   it('needs a session', async () => {
@@ -675,15 +653,15 @@ describe('standardWebSocketConnector', () => {
     });
     const { sessionId } = await d.startSession();
     await d.connect();
-    expect(fake.connections[0].url).toBe(
-      `/client/v1/sessions/${sessionId}/realtime?access_token=${fake.token}`,
+    expect(fx.fake.connections[0].url).toBe(
+      `/client/v1/sessions/${sessionId}/realtime?access_token=${fx.fake.token}`,
     );
-    expect(fake.connections[0].headers.authorization).toBeUndefined();
+    expect(fx.fake.connections[0].headers.authorization).toBeUndefined();
     d.onText(() => {});
-    const id = fake.sendCommand(sessionId, { name: 'text', data: 'hi' });
+    const id = fx.fake.sendCommand(sessionId, { name: 'text', data: 'hi' });
     expect(await ackOf(id)).toEqual([{ type: 'ack', commandId: id, ok: true }]);
-    fake.connections[0].ws.close(4009, 'ended');
+    fx.fake.connections[0].ws.close(4009, 'ended');
     await waitFor(() => !d.connected);
-    expect(fake.upgradeAttempts).toHaveLength(1);
+    expect(fx.fake.upgradeAttempts).toHaveLength(1);
   });
 });
