@@ -16,11 +16,11 @@ function toProblemError(error: FastifyError): ProblemError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return problems.malformedJson('The request body is not valid JSON.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ProblemError(400, 'bad_request', 'The Content-Length header does not match the body.');
+      return problems.badRequest('The Content-Length header does not match the body.');
   }
   if (error.statusCode === 429) return problems.rateLimited(1);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ProblemError(error.statusCode, 'bad_request', 'The request could not be processed.');
+    return problems.badRequest(undefined, error.statusCode);
   }
   return problems.internal();
 }
@@ -37,8 +37,5 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
-  return sendProblem(
-    reply,
-    new ProblemError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`),
-  );
+  return sendProblem(reply, problems.noRoute(request.method, request.url.split('?')[0]));
 }

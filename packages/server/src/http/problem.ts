@@ -48,18 +48,61 @@ export class ProblemError extends Error {
   }
 }
 
-/** The error catalogue: one constructor per stable code. */
+/**
+ * The error catalogue (CONTRACT §0): every stable `code` is named here once, with its status. Modules
+ * throw `problems.sessionEnded()`, never a free string, so a code cannot drift or be spelled twice.
+ */
 export const problems = {
+  // 400
   validation: (detail: string, errors: FieldError[]) =>
     new ProblemError(400, 'validation_failed', detail, errors),
   malformedJson: (detail: string) =>
     new ProblemError(400, 'malformed_json', detail, [{ path: '', message: 'body is not valid JSON' }]),
+  badRequest: (detail = 'The request could not be processed.', status = 400) =>
+    new ProblemError(status, 'bad_request', detail),
+  /** A rejected event batch: `code` is `validation_failed` or `unknown_event_type`. */
+  eventBatchRejected: (
+    code: 'validation_failed' | 'unknown_event_type',
+    detail: string,
+    errors: FieldError[],
+  ) => new ProblemError(400, code, detail, errors),
+  invalidImage: (detail: string, errors: FieldError[]) =>
+    new ProblemError(400, 'invalid_image', detail, errors),
+  // 401, 403, 404
   unauthorized: (detail = 'A valid bearer token is required.') =>
     new ProblemError(401, 'unauthorized', detail, undefined, undefined, { 'WWW-Authenticate': 'Bearer' }),
+  invalidCampaignSecret: () =>
+    new ProblemError(401, 'invalid_campaign_secret', 'The campaign secret is not valid.'),
   forbidden: (detail: string) => new ProblemError(403, 'forbidden', detail),
   notFound: (what = 'resource') => new ProblemError(404, 'not_found', `No such ${what}.`),
-  conflict: (code: string, detail: string, extra?: Record<string, unknown>) =>
-    new ProblemError(409, code, detail, undefined, extra),
+  noRoute: (method: string, path: string) =>
+    new ProblemError(404, 'not_found', `No route ${method} ${path}.`),
+  entitlementNotFound: () =>
+    new ProblemError(404, 'entitlement_not_found', 'No claim with this code exists in the campaign.'),
+  // 409: state conflicts
+  sessionEnded: () => conflict('session_ended', 'The session has ended.'),
+  idempotencyKeyReused: () =>
+    conflict(
+      'idempotency_key_reused',
+      'This Idempotency-Key was used for a different request to this session.',
+    ),
+  alreadyStreaming: () =>
+    conflict('already_streaming', 'The session already has a stream (starting, streaming or stopping).'),
+  notStreaming: () => conflict('not_streaming', 'The session is not streaming.'),
+  alreadyRecording: () =>
+    conflict(
+      'already_recording',
+      'The session is already recording (or a recording is starting or stopping).',
+    ),
+  notRecording: () => conflict('not_recording', 'The session is not recording.'),
+  webhookDisabled: (toDo: string) =>
+    conflict('webhook_disabled', `The webhook is disabled; enable it ${toDo}.`),
+  challengeClaimed: (detail: string) => conflict('challenge_claimed', detail),
+  campaignNotActive: () => conflict('campaign_not_active', 'The campaign of this challenge is not running.'),
+  challengeNotComplete: (progress: { value: number; target: number }) =>
+    conflict('challenge_not_complete', 'The challenge is not complete yet.', { progress }),
+  rewardCodeTaken: (detail: string) => conflict('reward_code_taken', detail),
+  // 413, 415, 429, 5xx
   payloadTooLarge: (detail: string) => new ProblemError(413, 'payload_too_large', detail),
   unsupportedMediaType: (detail: string) => new ProblemError(415, 'unsupported_media_type', detail),
   rateLimited: (retryAfterS: number) =>
@@ -76,5 +119,9 @@ export const problems = {
   internal: () => new ProblemError(500, 'internal', 'An internal error occurred; it has been logged.'),
   unavailable: (detail: string) => new ProblemError(503, 'unavailable', detail),
 };
+
+function conflict(code: string, detail: string, extra?: Record<string, unknown>) {
+  return new ProblemError(409, code, detail, undefined, extra);
+}
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -22,6 +22,8 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
   readonly bulk: BulkInserter;
+  /** Whether `err` is this backend's report of a unique-index violation. */
+  isUniqueViolation(err: unknown): boolean;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

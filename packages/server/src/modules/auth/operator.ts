@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { constantTimeEqual } from './secrets.ts';
+import { constantTimeEqual } from '../../secrets.ts';
 
 export interface OperatorToken {
   /** True when the bearer token is the operator's. Constant time. */

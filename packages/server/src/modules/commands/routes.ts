@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import type { ModuleOptions } from '../../context.ts';
 import { tenantOf } from '../../http/auth.ts';
-import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope } from '../../http/pagination.ts';
+import { listRoutes } from '../../http/list-routes.ts';
 import { type FieldError, problems } from '../../http/problem.ts';
 import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
@@ -289,45 +289,21 @@ export const commandsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
     },
   );
 
-  const listSchema = (params: ReturnType<typeof Type.Object>) => ({
+  listRoutes(app, {
+    url: base,
+    key: 'commands',
+    item: Type.Ref('Command'),
     tags: ['commands'],
-    summary: "The session's commands, newest first.",
-    params,
-    querystring: Type.Object(
-      { pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) },
-      { additionalProperties: false },
-    ),
-    response: {
-      200: envelopeSchema('commands', Type.Ref('Command')),
-      ...problemResponses(400, 401, 403, 404, 429),
+    summary: "The session's commands, newest first",
+    config: read,
+    params: { SessionId: Uuid },
+    errors: [400, 401, 403, 404, 429],
+    list: async (request, page) => {
+      const { SessionId } = request.params as { SessionId: string };
+      const session = await sessions.findForTenant(tenantOf(request).tenantId, SessionId);
+      if (!session) throw problems.notFound('session');
+      const { commands: items, totalCount } = await commands.list(session.session_id, page);
+      return { items, totalCount };
     },
   });
-  const list = async (request: FastifyRequest, pageNumber: number | undefined) => {
-    const { SessionId } = request.params as { SessionId: string };
-    const session = await sessions.findForTenant(tenantOf(request).tenantId, SessionId);
-    if (!session) throw problems.notFound('session');
-    const pageSize = (request.query as { pageSize?: number }).pageSize;
-    const page =
-      pageNumber === undefined
-        ? { page: 1, pageSize: pageSize ?? 1000 }
-        : { page: pageNumber, pageSize: pageSize ?? DEFAULT_PAGE_SIZE };
-    const { commands: items, totalCount } = await commands.list(session.session_id, page);
-    return listEnvelope('commands', items, page, totalCount);
-  };
-  app.get(base, { config: read, schema: listSchema(SessionParams) }, async (request) =>
-    list(request, undefined),
-  );
-  app.get(
-    `${base}/page/:pageNumber`,
-    {
-      config: read,
-      schema: listSchema(
-        Type.Object(
-          { SessionId: Uuid, pageNumber: Type.Integer({ minimum: 1 }) },
-          { additionalProperties: false },
-        ),
-      ),
-    },
-    async (request) => list(request, (request.params as { pageNumber: number }).pageNumber),
-  );
 };

@@ -69,7 +69,7 @@ export class CommandsService {
     const { db } = this.storage;
     const replay = await this.replayed(session, input);
     if (replay) return replay;
-    if (session.status !== 'live') throw problems.conflict('session_ended', 'The session has ended.');
+    if (session.status !== 'live') throw problems.sessionEnded();
     const commandId = uuidv7();
     const now = this.clock.now();
     try {
@@ -115,10 +115,7 @@ export class CommandsService {
     );
     if (!existing) return null;
     if (existing.request_hash !== input.requestHash) {
-      throw problems.conflict(
-        'idempotency_key_reused',
-        'This Idempotency-Key was used for a different request to this session.',
-      );
+      throw problems.idempotencyKeyReused();
     }
     return this.view(existing);
   }

@@ -1,12 +1,12 @@
 import type { AppContext } from '../../context.ts';
-import { ProblemError } from '../../http/problem.ts';
+import { problems } from '../../http/problem.ts';
 import type { SessionRow } from '../sessions/service.ts';
 import type { EventSource } from './service.ts';
 import { validateEventBatch } from './validation.ts';
 
 /**
  * Validates and stores one batch for a session — the same rules over HTTP and over the device's
- * socket. Throws a ProblemError (nothing stored) for a bad batch. A device's `SessionEnd` also
+ * socket. Throws a problem (nothing stored) for a bad batch. A device's `SessionEnd` also
  * ends the session (it is the session's end event; no second one is emitted).
  */
 export async function ingestBatch(
@@ -24,7 +24,7 @@ export async function ingestBatch(
     const first = checked.errors[0];
     const more = checked.errors.length > 1 ? ` (and ${checked.errors.length - 1} more)` : '';
     const detail = `The event batch was rejected, nothing was stored: ${first?.path ?? 'events'} ${first?.message ?? 'is invalid'}${more}.`;
-    throw new ProblemError(400, checked.code, detail, checked.errors);
+    throw problems.eventBatchRejected(checked.code, detail, checked.errors);
   }
   const result = await ctx.events.ingest(await ctx.sessions.eventTarget(row), checked.events, source);
   const end = source === 'device' ? checked.events.find((e) => e.eventType === 'SessionEnd') : undefined;

@@ -54,20 +54,14 @@ function rewardImageFromJson(text: string, path = 'rewardImage'): Buffer {
   const check = decoded.ok ? checkRewardImage(decoded.bytes) : decoded;
   if (decoded.ok && check.ok) return decoded.bytes;
   const reason = check.ok ? 'is not usable' : check.reason;
-  throw new ProblemError(400, 'invalid_image', `The reward image is not usable: ${reason}.`, [
-    { path, message: reason },
-  ]);
+  throw problems.invalidImage(`The reward image is not usable: ${reason}.`, [{ path, message: reason }]);
 }
 
 function importProblem(errors: FieldError[], onlyImages: boolean) {
   const first = errors[0];
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
-  return new ProblemError(
-    400,
-    onlyImages ? 'invalid_image' : 'validation_failed',
-    `The template was rejected, nothing was imported: ${first.path} ${first.message}${more}.`,
-    errors,
-  );
+  const detail = `The template was rejected, nothing was imported: ${first.path} ${first.message}${more}.`;
+  return onlyImages ? problems.invalidImage(detail, errors) : problems.validation(detail, errors);
 }
 
 /** Errors of the multipart reader (busboy, @fastify/multipart) as problem documents. */

@@ -1,9 +1,9 @@
 import { uuidv7 } from 'uuidv7';
 import type { AppContext } from '../../context.ts';
 import type { PageRequest } from '../../http/pagination.ts';
-import { ProblemError, problems } from '../../http/problem.ts';
+import { problems } from '../../http/problem.ts';
 import type { OutboxMessage } from '../../outbox.ts';
-import { constantTimeEqual, digestSecret, generateSecret } from '../auth/secrets.ts';
+import { constantTimeEqual, digestSecret, generateSecret } from '../../secrets.ts';
 import type { CampaignInput, CampaignPatch } from './campaign-input.ts';
 import { newAchievementCode, newDisplayCode, parseVerificationCode } from './codes.ts';
 import { FailureLimiter } from './limiter.ts';
@@ -51,12 +51,6 @@ type Deps = Pick<AppContext, 'storage' | 'clock' | 'digestKey' | 'outbox' | 'str
 const CAMPAIGN_SECRET_PREFIX = 'lcs';
 /** Fresh codes drawn when a display or achievement code collides with a stored one. */
 const CODE_ATTEMPTS = 5;
-
-/** A unique-index violation, as SQLite (better-sqlite3) and PostgreSQL (pg) report it. */
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
 
 const isCurrent = (c: CampaignRow, now: number) =>
   (c.starts_at === null || c.starts_at <= now) && (c.ends_at === null || c.ends_at > now);
@@ -171,7 +165,7 @@ export class RewardsService {
         await store.insertChallenges(trx, rows);
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw rewardCodeTaken(null);
+      if (this.deps.storage.isUniqueViolation(err)) throw rewardCodeTaken(null);
       throw err;
     }
     return rows.map(({ image: _image, ...rest }) => rest);
@@ -199,8 +193,7 @@ export class RewardsService {
       (changes.rule !== undefined &&
         (changes.rule.type !== row.rule_type || changes.rule.target !== row.rule_target));
     if (ruleChanges && (await store.hasClaims(this.db, row.challenge_id))) {
-      throw problems.conflict(
-        'challenge_claimed',
+      throw problems.challengeClaimed(
         'The challenge has been claimed: its reward code and rule can no longer change.',
       );
     }
@@ -216,7 +209,7 @@ export class RewardsService {
     try {
       await store.updateChallenge(this.db, row.challenge_id, set);
     } catch (err) {
-      if (isUniqueViolation(err)) throw rewardCodeTaken(changes.rewardCode ?? null);
+      if (this.deps.storage.isUniqueViolation(err)) throw rewardCodeTaken(changes.rewardCode ?? null);
       throw err;
     }
     const { image: _image, ...rest } = set;
@@ -225,7 +218,7 @@ export class RewardsService {
 
   async deleteChallenge(row: ChallengeRow): Promise<void> {
     if (!(await store.deleteUnclaimedChallenge(this.db, row.challenge_id))) {
-      throw problems.conflict('challenge_claimed', 'The challenge has been claimed and cannot be deleted.');
+      throw problems.challengeClaimed('The challenge has been claimed and cannot be deleted.');
     }
   }
 
@@ -337,12 +330,12 @@ export class RewardsService {
     const campaign = await this.campaign(tenantId, challenge.campaign_id);
     const now = this.deps.clock.now();
     if (!isCurrent(campaign, now)) {
-      throw problems.conflict('campaign_not_active', 'The campaign of this challenge is not running.');
+      throw problems.campaignNotActive();
     }
     const metrics = (await this.metrics([campaign], tenantId, playerId, now)).get(campaign.campaign_id)!;
     const progress = { value: metrics[challenge.rule_type as RuleType], target: challenge.rule_target };
     if (progress.value < progress.target) {
-      throw problems.conflict('challenge_not_complete', 'The challenge is not complete yet.', { progress });
+      throw problems.challengeNotComplete(progress);
     }
     const config = JSON.parse(campaign.redemption) as RedemptionConfig;
     for (let attempt = 0; attempt < CODE_ATTEMPTS; attempt++) {
@@ -377,7 +370,7 @@ export class RewardsService {
         if (raced) return { claim: raced, created: false };
         if (!(await store.findChallenge(this.db, tenantId, challengeId)))
           throw problems.notFound('challenge');
-        if (!isUniqueViolation(err)) throw err;
+        if (!this.deps.storage.isUniqueViolation(err)) throw err;
         // A display or achievement code is already taken: draw new ones.
       }
     }
@@ -410,13 +403,13 @@ export class RewardsService {
     if (wait !== null) throw problems.rateLimited(wait);
     if (!campaign) {
       this.limiter.fail(key);
-      throw new ProblemError(401, 'invalid_campaign_secret', 'The campaign secret is not valid.');
+      throw problems.invalidCampaignSecret();
     }
     const code = parseVerificationCode(input.verificationCode);
     const claim = code ? await store.findClaimByCode(this.db, campaign.campaign_id, code) : undefined;
     if (!claim) {
       this.limiter.fail(key);
-      throw new ProblemError(404, 'entitlement_not_found', 'No claim with this code exists in the campaign.');
+      throw problems.entitlementNotFound();
     }
     const now = this.deps.clock.now();
     const first = await this.db.transaction().execute(async (trx) => {
@@ -439,8 +432,7 @@ export class RewardsService {
 }
 
 function rewardCodeTaken(code: string | null) {
-  return problems.conflict(
-    'reward_code_taken',
+  return problems.rewardCodeTaken(
     code === null
       ? 'A reward code is already used in this campaign.'
       : `The reward code "${code}" is already used in this campaign.`,

@@ -5,25 +5,17 @@ import { Type } from 'typebox';
 import type { ModuleOptions } from '../../context.ts';
 import { deviceOf, tenantOf } from '../../http/auth.ts';
 import { readGetBody } from '../../http/get-body.ts';
-import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope, type PageRequest } from '../../http/pagination.ts';
+import { listRoutes } from '../../http/list-routes.ts';
 import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
 import { sessionEventBodies } from '../events/store.ts';
-import { CohortId, DeviceInfo, ListQuery, MinutesBody, SessionSchema } from './schemas.ts';
+import { CohortId, DeviceInfo, Minutes, MinutesBody, SessionSchema } from './schemas.ts';
 
 const DEFAULT_MINUTES = 5;
-const UNPAGINATED_PAGE_SIZE = 1000;
 
 const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: false });
 const DeviceSessionParams = Type.Object({ sessionId: Uuid }, { additionalProperties: false });
-const PageParams = Type.Object({ pageNumber: Type.Integer({ minimum: 1 }) }, { additionalProperties: false });
-const CohortParams = Type.Object({ TenantCohortId: CohortId }, { additionalProperties: false });
-const CohortPageParams = Type.Object(
-  { TenantCohortId: CohortId, pageNumber: Type.Integer({ minimum: 1 }) },
-  { additionalProperties: false },
-);
-const SessionList = envelopeSchema('sessions', Type.Ref('Session'));
 
 /** `minutes` from the query or the JSON body (the spec's way); both and different → 400. */
 async function activeMinutes(request: FastifyRequest, fromQuery: number | undefined) {
@@ -151,84 +143,32 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
     },
   );
 
-  const listRoute = (
-    url: string,
-    summary: string,
-    params: typeof PageParams | typeof CohortParams | typeof CohortPageParams | null,
-    active: boolean,
-  ) => {
-    app.get(
+  const sessionsList = (url: string, summary: string, active: boolean, cohort: boolean) =>
+    listRoutes(app, {
       url,
-      {
-        config: read,
-        schema: {
-          tags: ['sessions'],
-          summary,
-          ...(params ? { params } : {}),
-          querystring: active
-            ? params && 'pageNumber' in params.properties
-              ? ListQuery.activePaged
-              : ListQuery.active
-            : params && 'pageNumber' in params.properties
-              ? ListQuery.allPaged
-              : ListQuery.all,
-          response: { 200: SessionList, ...problemResponses(400, 401, 403, 413, 429) },
-        },
-      },
-      async (request) => {
+      key: 'sessions',
+      item: Type.Ref('Session'),
+      tags: ['sessions'],
+      summary,
+      config: read,
+      params: cohort ? { TenantCohortId: CohortId } : undefined,
+      query: active ? { minutes: Type.Optional(Minutes) } : undefined,
+      errors: [400, 401, 403, 413, 429],
+      list: async (request, page) => {
         const { tenantId } = tenantOf(request);
-        const p = (request.params ?? {}) as { pageNumber?: number; TenantCohortId?: string };
-        const q = request.query as { minutes?: number; pageSize?: number };
-        const page: PageRequest =
-          p.pageNumber === undefined
-            ? { page: 1, pageSize: UNPAGINATED_PAGE_SIZE }
-            : { page: p.pageNumber, pageSize: q.pageSize ?? DEFAULT_PAGE_SIZE };
+        const { TenantCohortId } = (request.params ?? {}) as { TenantCohortId?: string };
+        const { minutes } = request.query as { minutes?: number };
         const filter = {
           tenantId,
-          tenantCohortId: p.TenantCohortId,
-          activeSince: active ? clock.now() - (await activeMinutes(request, q.minutes)) * 60_000 : undefined,
+          tenantCohortId: TenantCohortId,
+          activeSince: active ? clock.now() - (await activeMinutes(request, minutes)) * 60_000 : undefined,
         };
         const { rows, totalCount } = await sessions.list(filter, page);
-        const items = await sessions.views(rows);
-        return listEnvelope('sessions', items, page, totalCount);
+        return { items: await sessions.views(rows), totalCount };
       },
-    );
-  };
+    });
 
-  listRoute(
-    '/sessions/active',
-    'Sessions active within the last `minutes` (default 5); page 1 of 1000.',
-    null,
-    true,
-  );
-  listRoute(
-    '/sessions/active/page/:pageNumber',
-    'Sessions active within the last `minutes`, one page.',
-    PageParams,
-    true,
-  );
-  listRoute(
-    '/cohorts/:TenantCohortId/sessions',
-    'Sessions of a cohort, newest first; page 1 of 1000.',
-    CohortParams,
-    false,
-  );
-  listRoute(
-    '/cohorts/:TenantCohortId/sessions/page/:pageNumber',
-    'Sessions of a cohort, one page.',
-    CohortPageParams,
-    false,
-  );
-  listRoute(
-    '/cohorts/:TenantCohortId/active',
-    'Active sessions of a cohort; page 1 of 1000.',
-    CohortParams,
-    true,
-  );
-  listRoute(
-    '/cohorts/:TenantCohortId/active/page/:pageNumber',
-    'Active sessions of a cohort, one page.',
-    CohortPageParams,
-    true,
-  );
+  sessionsList('/sessions/active', 'Sessions active within the last `minutes` (default 5)', true, false);
+  sessionsList('/cohorts/:TenantCohortId/sessions', 'Sessions of a cohort, newest first', false, true);
+  sessionsList('/cohorts/:TenantCohortId/active', 'Active sessions of a cohort', true, true);
 };

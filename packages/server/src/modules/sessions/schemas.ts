@@ -47,28 +47,11 @@ export const SessionSchema = Type.Object(
   { $id: 'Session' },
 );
 
-const Minutes = Type.Integer({
+export const Minutes = Type.Integer({
   minimum: 1,
   maximum: 10080,
   description: 'Active within the last N minutes (default 5).',
 });
-const PageSize = Type.Integer({
-  minimum: 1,
-  maximum: 1000,
-  description: 'Items per page, 1–1000 (default 50).',
-});
-
-/** Query strings of the list routes: `minutes` on active lists, `pageSize` on the `/page/{n}` forms. */
-export const ListQuery = {
-  active: Type.Object({ minutes: Type.Optional(Minutes) }, { additionalProperties: false }),
-  activePaged: Type.Object(
-    { minutes: Type.Optional(Minutes), pageSize: Type.Optional(PageSize) },
-    { additionalProperties: false },
-  ),
-  all: Type.Object({}, { additionalProperties: false }),
-  allPaged: Type.Object({ pageSize: Type.Optional(PageSize) }, { additionalProperties: false }),
-};
-
 export const MinutesBody = Type.Object(
   { minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10080 })) },
   { additionalProperties: false },

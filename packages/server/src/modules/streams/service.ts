@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
-import { problems } from '../../http/problem.ts';
+import { type ProblemError, problems } from '../../http/problem.ts';
 import type { SettledCommand, Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { EventsService } from '../events/service.ts';
@@ -43,11 +43,11 @@ type Decide = (current: StreamSnapshot) => Step;
 const MAX_ATTEMPTS = 8;
 const SWEEP_BATCH = 500;
 
-const CONFLICT_DETAIL: Record<ConflictCode, string> = {
-  already_streaming: 'The session already has a stream (starting, streaming or stopping).',
-  not_streaming: 'The session is not streaming.',
-  already_recording: 'The session is already recording (or a recording is starting or stopping).',
-  not_recording: 'The session is not recording.',
+const CONFLICTS: Record<ConflictCode, () => ProblemError> = {
+  already_streaming: problems.alreadyStreaming,
+  not_streaming: problems.notStreaming,
+  already_recording: problems.alreadyRecording,
+  not_recording: problems.notRecording,
 };
 
 function ownerOf(session: SessionRow): Owner {
@@ -55,7 +55,7 @@ function ownerOf(session: SessionRow): Owner {
 }
 
 function assertLive(session: SessionRow) {
-  if (session.status !== 'live') throw problems.conflict('session_ended', 'The session has ended.');
+  if (session.status !== 'live') throw problems.sessionEnded();
 }
 
 /**
@@ -305,7 +305,7 @@ export class StreamsService {
       const stored = await store.readSnapshot(db, owner.sessionId);
       const before = stored ?? IDLE_SNAPSHOT;
       const step = decide(before);
-      if (step.kind === 'conflict') throw problems.conflict(step.code, CONFLICT_DETAIL[step.code]);
+      if (step.kind === 'conflict') throw CONFLICTS[step.code]();
       if (step.kind === 'ignored') return null;
       const now = this.clock.now();
       if (!stored) await store.insertIdleRow(db, owner.sessionId, now);

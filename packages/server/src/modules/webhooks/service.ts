@@ -246,7 +246,7 @@ export class WebhooksService {
   async sendTest(tenantId: string, webhookId: string) {
     const endpoint = await this.requireEndpoint(tenantId, webhookId);
     if (endpoint.enabled !== 1) {
-      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it to send a test.');
+      throw problems.webhookDisabled('to send a test');
     }
     const deliveryId = await this.storage.db.transaction().execute((trx) =>
       this.outbox.enqueueTest(trx, tenantId, webhookId, {
@@ -298,7 +298,7 @@ export class WebhooksService {
   async retry(tenantId: string, webhookId: string, deliveryId: string) {
     const endpoint = await this.requireEndpoint(tenantId, webhookId);
     if (endpoint.enabled !== 1) {
-      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it before retrying.');
+      throw problems.webhookDisabled('before retrying');
     }
     const n = await store.requeue(this.storage.db, webhookId, { deliveryId }, this.clock.now());
     if (n === 0) throw problems.notFound('delivery');
@@ -310,7 +310,7 @@ export class WebhooksService {
   async replay(tenantId: string, webhookId: string, since: number) {
     const endpoint = await this.requireEndpoint(tenantId, webhookId);
     if (endpoint.enabled !== 1) {
-      throw problems.conflict('webhook_disabled', 'The webhook is disabled; enable it before replaying.');
+      throw problems.webhookDisabled('before replaying');
     }
     const replayed = await store.requeue(
       this.storage.db,

@@ -62,6 +62,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     maxBindParameters: 65535,
     db,
     bulk,
+    isUniqueViolation: (err) => (err as { code?: unknown } | null)?.code === '23505',
     async ping() {
       await sql`select 1`.execute(db);
     },

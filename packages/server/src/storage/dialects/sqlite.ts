@@ -50,6 +50,10 @@ export function createSqliteStorage(options: SqliteOptions): Storage {
     maxBindParameters: 32766,
     db,
     bulk,
+    isUniqueViolation: (err) => {
+      const code = (err as { code?: unknown } | null)?.code;
+      return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+    },
     async ping() {
       await sql`select 1`.execute(db);
     },
