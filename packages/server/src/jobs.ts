@@ -1,0 +1,61 @@
+/**
+ * Periodic work of one process (sweeps, expiry, dispatch). Modules describe their jobs; `compose.ts`
+ * lists them all and one scheduler starts and stops them, so no timer hides in a plugin or constructor.
+ */
+export interface Job {
+  /** Stable name, used in logs. */
+  name: string;
+  /** Pause between the end of one run and the start of the next. */
+  everyMs: number;
+  run(): Promise<unknown>;
+}
+
+export type JobErrorHandler = (err: unknown, job: string) => void;
+
+/** Runs each job every `everyMs`; a run never overlaps the previous run of the same job. */
+export class Scheduler {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<Promise<unknown>>();
+  private stopped = true;
+
+  constructor(
+    readonly jobs: readonly Job[],
+    private readonly onError: JobErrorHandler,
+  ) {}
+
+  start() {
+    this.stopped = false;
+    for (const job of this.jobs) this.schedule(job);
+  }
+
+  /** Stops scheduling and waits for runs under way. */
+  async stop() {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.running]);
+  }
+
+  private schedule(job: Job) {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      const run = job
+        .run()
+        .catch((err) => this.onError(err, job.name))
+        .finally(() => {
+          this.running.delete(run);
+          this.schedule(job);
+        });
+      this.running.add(run);
+    }, job.everyMs);
+    timer.unref();
+    this.timers.set(job.name, timer);
+  }
+}
+
+/** Long-running work that paces itself (the webhook dispatcher's claim loop): started and stopped with the jobs. */
+export interface Worker {
+  name: string;
+  start(): void;
+  stop(): Promise<void>;
+}
