@@ -5,21 +5,21 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { uuidv7 } from 'uuidv7';
-import type { AppContext } from './context.ts';
+import type { Services } from './compose.ts';
 import { authPlugin } from './http/auth.ts';
 import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { metricsPlugin } from './http/metrics.ts';
 import { problems } from './http/problem.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { buildValidator } from './http/validation.ts';
-import { authRoutes } from './modules/auth/routes.ts';
-import { commandsRoutes } from './modules/commands/routes.ts';
-import { eventsRoutes } from './modules/events/routes.ts';
-import { realtimeRoutes } from './modules/realtime/routes.ts';
-import { rewardsRoutes } from './modules/rewards/routes.ts';
-import { sessionsRoutes } from './modules/sessions/routes.ts';
-import { streamsRoutes } from './modules/streams/routes.ts';
-import { webhooksRoutes } from './modules/webhooks/routes.ts';
+import { authRoutes } from './modules/auth/index.ts';
+import { commandsPlugin } from './modules/commands/index.ts';
+import { eventsPlugin } from './modules/events/index.ts';
+import { realtimePlugin } from './modules/realtime/index.ts';
+import { rewardsRoutes } from './modules/rewards/index.ts';
+import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
+import { streamsPlugin } from './modules/streams/index.ts';
+import { webhooksRoutes } from './modules/webhooks/index.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -33,9 +33,10 @@ function rateLimitKey(request: FastifyRequest): string {
   return p?.kind === 'tenant' ? `t:${p.tenantId}` : 'none';
 }
 
-/** Composes the modules into one Fastify app. Storage, keys and the rest come in through `ctx`. */
-export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
-  const { config } = ctx;
+/** The HTTP face of the services: shared infrastructure, then one plugin per module with what it uses. */
+export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const ctx = services;
+  const { config, sessions, events, streams, commands, hub, clock } = services;
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -166,11 +167,25 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(authRoutes, { ctx });
-  await app.register(sessionsRoutes, { ctx });
-  await app.register(eventsRoutes, { ctx });
-  await app.register(streamsRoutes, { ctx });
-  await app.register(commandsRoutes, { ctx });
-  await app.register(realtimeRoutes, { ctx });
+  await app.register(sessionsPlugin, {
+    sessions,
+    events,
+    clock,
+    publicUrl: config.publicUrl,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+  });
+  await app.register(eventsPlugin, {
+    events,
+    sessions: {
+      findForPrincipal: async (principal, id) => {
+        const row = await sessions.findForPrincipal(principal, id);
+        return row && eventSession(row);
+      },
+    },
+  });
+  await app.register(streamsPlugin, { streams, sessions });
+  await app.register(commandsPlugin, { commands, sessions });
+  await app.register(realtimePlugin, { hub, sessions });
   await app.register(rewardsRoutes, { ctx });
   await app.register(webhooksRoutes, { ctx });
   return app;

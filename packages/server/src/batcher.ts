@@ -1,40 +1,98 @@
+export interface BatcherOptions<T> {
+  /** Most items one batch takes (default 1000). */
+  maxBatch?: number;
+  /** With `weight`: a batch stops growing past this total weight (its first item always goes). */
+  maxWeight?: number;
+  weight?: (item: T) => number;
+  /** Batches written at once (default 1; PostgreSQL commits in parallel, SQLite has one writer). */
+  concurrency?: number;
+  /**
+   * When a batch fails, write each of its items alone, so one bad item (or a deadlock victim) does
+   * not fail its neighbours. Off by default: the whole batch is rejected.
+   */
+  retryAlone?: boolean;
+}
+
+interface Waiting<T, R> {
+  item: T;
+  resolve: (r: R) => void;
+  reject: (e: unknown) => void;
+}
+
 /**
- * Group commit for small writes: items submitted while a batch is being written wait and go
- * together in the next one, so N concurrent callers cost one transaction (one fsync), not N.
- * Each caller's promise settles when the batch holding its item has been written.
+ * Group commit, the one queue every small durable write goes through (event batches, command
+ * deliveries, acks): items submitted while a batch is being written wait and go together in the
+ * next one, so N concurrent callers cost one transaction (one fsync), not N. Each caller's promise
+ * settles when the batch holding its item has been written.
  */
 export class Batcher<T, R> {
-  private queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
-  private running = false;
+  private queue: Waiting<T, R>[] = [];
+  private inFlight = 0;
+  private readonly options: Required<Omit<BatcherOptions<T>, 'weight'>> & Pick<BatcherOptions<T>, 'weight'>;
 
   constructor(
     private readonly write: (items: T[]) => Promise<R[]>,
-    private readonly maxBatch = 1000,
-  ) {}
+    options: BatcherOptions<T> = {},
+  ) {
+    this.options = {
+      maxBatch: 1000,
+      maxWeight: Number.POSITIVE_INFINITY,
+      concurrency: 1,
+      retryAlone: false,
+      ...options,
+    };
+  }
 
   submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.running) void this.drain();
+      this.pump();
     });
   }
 
-  private async drain() {
-    this.running = true;
+  private pump() {
+    while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
+      const batch = this.take();
+      this.inFlight++;
+      void this.flush(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private take(): Waiting<T, R>[] {
+    const { maxBatch, maxWeight, weight } = this.options;
+    if (!weight) return this.queue.splice(0, maxBatch);
+    let total = 0;
+    let n = 0;
+    while (n < this.queue.length && n < maxBatch) {
+      const w = weight(this.queue[n].item);
+      if (n > 0 && total + w > maxWeight) break;
+      total += w;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  private async flush(batch: Waiting<T, R>[]) {
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
+      const results = await this.write(batch.map((b) => b.item));
+      batch.forEach((b, i) => {
+        b.resolve(results[i]);
+      });
+    } catch (err) {
+      if (!this.options.retryAlone || batch.length === 1) {
+        for (const b of batch) b.reject(err);
+        return;
+      }
+      for (const b of batch) {
         try {
-          const results = await this.write(batch.map((b) => b.item));
-          batch.forEach((b, i) => {
-            b.resolve(results[i]);
-          });
-        } catch (err) {
-          for (const b of batch) b.reject(err);
+          b.resolve((await this.write([b.item]))[0]);
+        } catch (itemErr) {
+          b.reject(itemErr);
         }
       }
-    } finally {
-      this.running = false;
     }
   }
 }

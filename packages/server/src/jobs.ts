@@ -1,3 +1,5 @@
+import type { Services } from './compose.ts';
+
 /**
  * Periodic work of one process (sweeps, expiry, dispatch). Modules describe their jobs; `compose.ts`
  * lists them all and one scheduler starts and stops them, so no timer hides in a plugin or constructor.
@@ -58,4 +60,28 @@ export interface Worker {
   name: string;
   start(): void;
   stop(): Promise<void>;
+}
+
+/** Every periodic job of a server process. */
+export function jobsOf({ config, sessions, streams, commands, hub, presence }: Services): Job[] {
+  const idleMs = config.sessionIdleTimeoutS * 1000;
+  const graceMs = config.streamGraceS * 1000;
+  return [
+    // Sessions without device contact for the idle timeout are ended by the server.
+    {
+      name: 'sessions.idle-sweep',
+      everyMs: Math.min(30_000, Math.max(250, idleMs / 4)),
+      run: () => sessions.sweepIdle(idleMs),
+    },
+    // Streams whose device stayed away longer than the grace stop at the last contact.
+    {
+      name: 'streams.disconnect-sweep',
+      everyMs: Math.min(5_000, Math.max(250, graceMs / 4)),
+      run: () => streams.sweepDisconnected(graceMs, (ids) => presence.connected(ids)),
+    },
+    // Open commands past their time become `expired` (and the streams module rolls back).
+    { name: 'commands.expiry', everyMs: config.commandSweepIntervalMs, run: () => commands.sweepExpired() },
+    // Server pings find dead device sockets.
+    { name: 'realtime.ping', everyMs: config.heartbeatIntervalMs, run: async () => hub.pingAll() },
+  ];
 }

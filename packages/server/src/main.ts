@@ -100,10 +100,10 @@ export async function runServer(options: RunServerOptions = {}): Promise<Running
     process.exit(EXIT_FAILURE);
   }
 
-  const { operator } = server.ctx;
+  const { operator } = server.services;
   if (operator.generated) announceOperatorToken(operator.generated, operator.file);
   logger.info(
-    { url: server.url, docs: `${server.url}/docs`, storage: server.ctx.storage.dialect },
+    { url: server.url, docs: `${server.url}/docs`, storage: server.services.storage.dialect },
     `liveline listening on ${server.url}`,
   );
   exitOnSignals(server, config, logger);

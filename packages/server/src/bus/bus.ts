@@ -1,12 +1,24 @@
 /**
- * The realtime bus joins the server processes of one deployment (CONTRACT §9): a command accepted
- * by any process reaches the device's socket wherever it is held. The in-memory bus serves one
- * process; a Redis bus serves several, behind this same interface. Nothing outside `bus/` may
- * assume there is only one process.
+ * The realtime bus joins the server processes of one deployment (CONTRACT §9): a message published
+ * by any process reaches the handler of every process. The in-memory bus serves one process; a Redis
+ * bus serves several, behind this same interface. Who holds which socket is `Presence`'s business,
+ * not the bus's. Nothing outside `bus/` may assume there is only one process.
  */
+
+/** A command as it travels to the device's socket (the `command` frame of CONTRACT §2, plus its session). */
+export interface WireCommand {
+  commandId: string;
+  name: string;
+  data: unknown;
+  issuedAt: number;
+}
+
+/** Every message the bus carries, as a typed union (in the shape of socket.io-adapter's cluster messages). */
 export type BusMessage =
-  /** Write the session's pending commands to its socket, if this node holds it. */
-  | { type: 'flush'; sessionId: string }
+  /** Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`. */
+  | { type: 'command'; sessionId: string; origin: string; command: WireCommand }
+  /** The node holding the socket wrote these commands to it. */
+  | { type: 'delivered'; sessionId: string; origin: string; commandIds: string[] }
   /** A newer connection took the session: other nodes close theirs (close code 4001). */
   | { type: 'takeover'; sessionId: string; connectionId: string }
   /** Close the session's socket wherever it is (e.g. the session ended). */
@@ -14,21 +26,15 @@ export type BusMessage =
 
 export type BusHandler = (message: BusMessage) => Promise<void> | void;
 
-export interface RealtimeBus {
+export interface Bus {
   /** This process's id on the bus. */
   readonly nodeId: string;
   /**
-   * Sends a message to every node, this one included. Resolves once this node's handler has run
+   * Sends a message to every node, this one included. Resolves once this node's handlers have run
    * (so a local delivery is done before the caller answers) and the message is on its way to others.
    */
   publish(message: BusMessage): Promise<void>;
-  /** Sets this node's handler for messages. */
+  /** Adds a handler for every message; handlers run in the order they were added. */
   subscribe(handler: BusHandler): void;
-  /** Records that `connectionId` on this node now holds the session's socket. */
-  claim(sessionId: string, connectionId: string): Promise<void>;
-  /** Forgets the claim, if `connectionId` still holds it. */
-  release(sessionId: string, connectionId: string): Promise<void>;
-  /** Which of these sessions have a live socket on any node. */
-  connected(sessionIds: string[]): Promise<Set<string>>;
   close(): Promise<void>;
 }

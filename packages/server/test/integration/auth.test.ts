@@ -181,7 +181,7 @@ describe.each(backends)('auth (%s)', (backend) => {
 
   it('never stores client secrets in the clear', async () => {
     const t = await createTenant(base, server.adminToken);
-    const rows = await server.ctx.storage.db
+    const rows = await server.services.storage.db
       .selectFrom('oauth_clients')
       .selectAll()
       .where('client_id', '=', t.clientId)

@@ -44,7 +44,7 @@ describe.each(backends)('bad input on every JSON route (%s)', (backend) => {
   const tableCount = async (table: 'tenants' | 'oauth_clients' | 'sessions' | 'events') =>
     Number(
       (
-        await server.ctx.storage.db
+        await server.services.storage.db
           .selectFrom(table)
           .select((eb) => eb.fn.countAll<number>().as('n'))
           .executeTakeFirstOrThrow()

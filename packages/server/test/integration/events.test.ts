@@ -28,7 +28,7 @@ describe.each(backends)('event ingestion and queries (%s)', (backend) => {
   const storedCount = async (sessionId: string) =>
     Number(
       (
-        await server.ctx.storage.db
+        await server.services.storage.db
           .selectFrom('events')
           .select((eb) => eb.fn.countAll<number>().as('n'))
           .where('session_id', '=', sessionId)

@@ -354,7 +354,7 @@ describe.each(backends)('a vanished device’s stream (%s)', (backend) => {
     expect(session.status).toBe('live');
     // The interval (what challenge progress counts) ends at the last contact, not when the sweep ran
     // (and never before it began: the stream started a moment after the request that touched).
-    const [interval] = await server.ctx.streams.intervalsForPlayer(tenant.tenantId, 'vanishing');
+    const [interval] = await server.services.streams.intervalsForPlayer(tenant.tenantId, 'vanishing');
     expect(interval.stopReason).toBe('disconnected');
     expect(interval.stoppedAt).toBe(Math.max(Number(session.lastSeenAt), interval.startedAt));
     expect(Number(stopped?.timestamp) - Number(interval.stoppedAt)).toBeGreaterThanOrEqual(1000);

@@ -77,7 +77,7 @@ describe.each(backends)('campaigns and challenges (%s)', (backend) => {
     expect(one.status).toBe(200);
     expect(one.body.campaignSecret).toBeUndefined();
     expect(JSON.stringify(one.body)).not.toContain(created.campaignSecret);
-    const stored = await server.ctx.storage.db.selectFrom('campaigns').selectAll().execute();
+    const stored = await server.services.storage.db.selectFrom('campaigns').selectAll().execute();
     expect(JSON.stringify(stored)).not.toContain(created.campaignSecret);
 
     const list = await tenant.call('GET', '/campaigns');

@@ -32,7 +32,7 @@ describe.each(backends)('streaming challenges (%s)', (backend) => {
   const newTenant = () => RewardsTenant.create(base, server.adminToken, clock);
 
   async function outboxOf(tenantId: string, type: string) {
-    const rows = await server.ctx.storage.db
+    const rows = await server.services.storage.db
       .selectFrom('webhook_deliveries')
       .select(['payload'])
       .where('tenant_id', '=', tenantId)
@@ -407,7 +407,7 @@ describe.each(backends)('streaming challenges (%s)', (backend) => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(11);
     expect(new Set(results.map((r) => r.body.claimId)).size).toBe(1);
     expect(new Set(results.map((r) => r.body.displayCode)).size).toBe(1);
-    const rows = await server.ctx.storage.db
+    const rows = await server.services.storage.db
       .selectFrom('claims')
       .select('claim_id')
       .where('challenge_id', '=', ch.challengeId)
@@ -529,14 +529,14 @@ describe.each(backends)('streaming challenges (%s)', (backend) => {
     // A service whose first draw repeats the stored codes: the insert fails on the unique index.
     const displays = [String(taken.displayCode), 'ZZZZ-ZZZ2'];
     const achievements = [String(taken.achievementCode), newAchievementCode()];
-    const rewards = new RewardsService(server.ctx, {
+    const rewards = new RewardsService(server.services, {
       display: () => displays.shift() ?? newDisplayCode(),
       achievement: () => achievements.shift() ?? newAchievementCode(),
     });
     const { claim: row, created } = await rewards.claim(tenant.tenantId, 'second', ch.challengeId);
     expect(created).toBe(true);
     expect(row.display_code).toBe('ZZZZ-ZZZ2');
-    const rows = await server.ctx.storage.db
+    const rows = await server.services.storage.db
       .selectFrom('claims')
       .select(['player_id', 'display_code'])
       .where('challenge_id', '=', ch.challengeId)

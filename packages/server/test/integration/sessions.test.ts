@@ -341,7 +341,7 @@ describe.each(backends)('active and cohort lists (%s)', (backend) => {
     const before = await call(base, 'GET', `/sessions/${ids.s3}`, { token: tenant.token });
     expect(before.body.lastSeenAt).toBe(clock.now());
     // Everything else but s5 has been silent for ≥ 2 min; s3 was just seen.
-    const ended = await server.ctx.sessions.sweepIdle(90_000);
+    const ended = await server.services.sessions.sweepIdle(90_000);
     expect(ended).toBe(3); // s0, s2, s4 (s5 seen 1 min ago, s1 already ended)
     const s0 = await call<{
       status: string;
@@ -353,6 +353,6 @@ describe.each(backends)('active and cohort lists (%s)', (backend) => {
     expect(s0.body).toMatchObject({ status: 'ended', endReason: 'idle' });
     expect(s0.body.endedAt).toBe(s0.body.lastSeenAt);
     expect(s0.body.events).toMatchObject([{ eventType: 'SessionEnd', reason: 'idle', duration: 0 }]);
-    expect(await server.ctx.sessions.sweepIdle(90_000)).toBe(0);
+    expect(await server.services.sessions.sweepIdle(90_000)).toBe(0);
   });
 });

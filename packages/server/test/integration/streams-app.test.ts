@@ -57,13 +57,13 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
   }
 
   async function sessionRow(sessionId: string): Promise<SessionRow> {
-    const row = await server.ctx.sessions.findForTenant(tenant.tenantId, sessionId);
+    const row = await server.services.sessions.findForTenant(tenant.tenantId, sessionId);
     if (!row) throw new Error('no such session');
     return row;
   }
 
   const settle = (row: SessionRow, commandId: string, name: string, outcome: CommandOutcome) =>
-    server.ctx.signals.emit('command.settled', {
+    server.services.signals.emit('command.settled', {
       commandId,
       sessionId: row.session_id,
       tenantId: row.tenant_id,
@@ -148,7 +148,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
       { id, sessionId, eventType: 'RecordingStopped', timestamp: t2, recordingId, streamingSessionId },
       { id, sessionId, eventType: 'StreamStopped', timestamp: t3, streamingSessionId, reason: 'app' },
     ]);
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([
       { streamingSessionId, sessionId, startedAt: t0, stoppedAt: t3, stopReason: 'app' },
     ]);
 
@@ -238,7 +238,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
     const recs = await Promise.all(Array.from({ length: 4 }, () => device(token, sessionId, 'record/start')));
     expect(recs.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId)).toHaveLength(1);
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId)).toHaveLength(1);
     expect((await serverEvents(sessionId)).map((e) => e.eventType)).toEqual([
       'StreamStarted',
       'RecordingStarted',
@@ -307,9 +307,9 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     await ingest(token, sessionId, 'during');
     // A tenant stop command in flight: the stream still runs, so events are still tied to it.
     const row = await sessionRow(sessionId);
-    await server.ctx.storage.db
+    await server.services.storage.db
       .transaction()
-      .execute((trx) => server.ctx.streams.requestStreamStop(trx, row, 'stop-1'));
+      .execute((trx) => server.services.streams.requestStreamStop(trx, row, 'stop-1'));
     expect((await getSession(sessionId)).stream).toMatchObject({ state: 'stopping' });
     clock.advance(10);
     await ingest(token, sessionId, 'stopping');
@@ -359,7 +359,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     });
     // SessionEnd is no longer tied to the stream.
     expect(events[4]).not.toHaveProperty('streamingSessionId');
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([
       {
         streamingSessionId: stream.streamingSessionId,
         sessionId,
@@ -378,8 +378,8 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     await ingest(token, sessionId, 'last-words');
     const lastContact = clock.now();
     clock.advance(20 * 60_000);
-    expect(await server.ctx.sessions.sweepIdle(10 * 60_000)).toBeGreaterThanOrEqual(1);
-    const [interval] = await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId);
+    expect(await server.services.sessions.sweepIdle(10 * 60_000)).toBeGreaterThanOrEqual(1);
+    const [interval] = await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId);
     expect(interval).toMatchObject({ startedAt: t0, stoppedAt: lastContact, stopReason: 'session_ended' });
     const stopped = (await serverEvents(sessionId)).find((e) => e.eventType === 'StreamStopped');
     expect(stopped).toMatchObject({ reason: 'session_ended', timestamp: clock.now() });
@@ -410,7 +410,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
       async (ids: string[]) =>
         new Set(ids.filter((id) => !mine.has(id) || !away.includes(id)));
     const asked: string[][] = [];
-    const stopped = await server.ctx.streams.sweepDisconnected(
+    const stopped = await server.services.streams.sweepDisconnected(
       60_000,
       async (ids) => {
         asked.push(ids);
@@ -437,7 +437,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     ]);
     // The event carries server time; the interval ends at the last contact.
     expect(events[3]).toMatchObject({ reason: 'disconnected', timestamp: clock.now() });
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, gone.playerId)).toEqual([
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, gone.playerId)).toEqual([
       {
         streamingSessionId: events[0].streamingSessionId,
         sessionId: gone.sessionId,
@@ -449,10 +449,12 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     expect((await getSession(connected.sessionId)).stream).toMatchObject({ state: 'streaming' });
     expect((await getSession(recent.sessionId)).stream).toMatchObject({ state: 'streaming' });
     expect(
-      await server.ctx.streams.sweepDisconnected(60_000, connectedBut(gone.sessionId, recent.sessionId)),
+      await server.services.streams.sweepDisconnected(60_000, connectedBut(gone.sessionId, recent.sessionId)),
     ).toBe(0);
     // Once it drops off the bus too, the connected one goes as well.
-    expect(await server.ctx.streams.sweepDisconnected(60_000, connectedBut(connected.sessionId))).toBe(1);
+    expect(await server.services.streams.sweepDisconnected(60_000, connectedBut(connected.sessionId))).toBe(
+      1,
+    );
     expect((await getSession(connected.sessionId)).stream).toMatchObject({ state: 'idle' });
     // The session itself lives on: the device may come back and stream again.
     expect((await getSession(gone.sessionId)).status).toBe('live');
@@ -484,8 +486,8 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
   it('tenant commands move the state and wait for the device; stale outcomes do nothing', async () => {
     const { token, sessionId, playerId } = await startSession();
     const row = await sessionRow(sessionId);
-    const { db } = server.ctx.storage;
-    const { streams } = server.ctx;
+    const { db } = server.services.storage;
+    const { streams } = server.services;
 
     const { streamingSessionId } = await db
       .transaction()
@@ -585,10 +587,10 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
   it('a refused request leaves the command transaction to roll back as a whole', async () => {
     const { sessionId } = await startSession();
     const row = await sessionRow(sessionId);
-    const { db } = server.ctx.storage;
+    const { db } = server.services.storage;
     const err = await db
       .transaction()
-      .execute((trx) => server.ctx.streams.requestRecordStart(trx, row, 'c-1'))
+      .execute((trx) => server.services.streams.requestRecordStart(trx, row, 'c-1'))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProblemError);
     expect(err).toMatchObject({ status: 409, code: 'not_streaming' });
@@ -598,7 +600,12 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
         db
           .transaction()
           .execute((trx) =>
-            server.ctx.streams.requestStreamStart(trx, row, { resolution: 0, aspectratio: 0 }, `race-${i}`),
+            server.services.streams.requestStreamStart(
+              trx,
+              row,
+              { resolution: 0, aspectratio: 0 },
+              `race-${i}`,
+            ),
           ),
       ),
     );
@@ -607,14 +614,14 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
       if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'already_streaming' });
     }
     // An ended session takes no command.
-    await server.ctx.sessions.end(row, 'device');
+    await server.services.sessions.end(row, 'device');
     const ended = await sessionRow(sessionId);
     expect((await getSession(sessionId)).stream).toMatchObject({ state: 'idle' });
     await expect(
       db
         .transaction()
         .execute((trx) =>
-          server.ctx.streams.requestStreamStart(trx, ended, { resolution: 0, aspectratio: 0 }, 'late'),
+          server.services.streams.requestStreamStart(trx, ended, { resolution: 0, aspectratio: 0 }, 'late'),
         ),
     ).rejects.toMatchObject({ code: 'session_ended' });
   });
@@ -622,16 +629,16 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
   it('a start acknowledged after its session ended starts nothing', async () => {
     const { sessionId, playerId } = await startSession();
     const row = await sessionRow(sessionId);
-    await server.ctx.storage.db
+    await server.services.storage.db
       .transaction()
       .execute((trx) =>
-        server.ctx.streams.requestStreamStart(trx, row, { resolution: 0, aspectratio: 0 }, 'c-late'),
+        server.services.streams.requestStreamStart(trx, row, { resolution: 0, aspectratio: 0 }, 'c-late'),
       );
-    await server.ctx.sessions.end(row, 'device');
+    await server.services.sessions.end(row, 'device');
     await settle(row, 'c-late', 'stream.start', 'acknowledged');
     expect((await getSession(sessionId)).stream).toMatchObject({ state: 'idle' });
     expect(await serverEvents(sessionId)).toMatchObject([{ eventType: 'SessionEnd' }]);
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([]);
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId)).toEqual([]);
   });
 
   it('records every interval exactly and answers window queries', async () => {
@@ -647,7 +654,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     await device(one.token, one.sessionId, 'stream/stop');
     clock.advance(60_000);
     const c = await device(one.token, one.sessionId, 'stream/start', { resolution: 1, aspectratio: 1 });
-    const all = await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId);
+    const all = await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId);
     expect(all).toEqual([
       {
         streamingSessionId: a.body.streamingSessionId,
@@ -672,7 +679,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
       },
     ]);
     const ids = async (from?: number, to?: number) =>
-      (await server.ctx.streams.intervalsForPlayer(tenant.tenantId, playerId, from, to)).map(
+      (await server.services.streams.intervalsForPlayer(tenant.tenantId, playerId, from, to)).map(
         (i) => i.streamingSessionId,
       );
     expect(await ids(start + 90_000)).toEqual([b.body.streamingSessionId, c.body.streamingSessionId]);
@@ -680,7 +687,7 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     expect(await ids(undefined, start + 60_000)).toEqual([a.body.streamingSessionId]);
     expect(await ids(start + 100_000, start + 150_000)).toEqual([b.body.streamingSessionId]);
     // Another player's and another tenant's streams are not in it.
-    expect(await server.ctx.streams.intervalsForPlayer(tenant.tenantId, 'nobody')).toEqual([]);
-    expect(await server.ctx.streams.intervalsForPlayer('other-tenant', playerId)).toEqual([]);
+    expect(await server.services.streams.intervalsForPlayer(tenant.tenantId, 'nobody')).toEqual([]);
+    expect(await server.services.streams.intervalsForPlayer('other-tenant', playerId)).toEqual([]);
   });
 });

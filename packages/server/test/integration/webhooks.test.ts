@@ -282,7 +282,7 @@ describe.each(backends)('webhooks (%s)', (backend) => {
     expect(ended.status).toBe(200);
 
     // Reward signals, as the rewards module writes them: in its own transaction.
-    const { ctx } = server;
+    const ctx = server.services;
     await ctx.storage.db.transaction().execute((trx) =>
       ctx.outbox.enqueue(trx, [
         {

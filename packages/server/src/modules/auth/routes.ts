@@ -7,8 +7,8 @@ import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope, PageSizeQuery } from '
 import { problems } from '../../http/problem.ts';
 import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
-import { isScope, SCOPES, type Scope } from './scopes.ts';
 import { constantTimeEqual, digestSecret } from '../../secrets.ts';
+import { isScope, SCOPES, type Scope } from './scopes.ts';
 import {
   createClient,
   createTenant,

@@ -1,9 +1,9 @@
 import { uuidv7 } from 'uuidv7';
 import type { PageRequest } from '../../http/pagination.ts';
 import { offsetOf } from '../../http/pagination.ts';
+import { digestSecret, generateSecret } from '../../secrets.ts';
 import type { Storage } from '../../storage/index.ts';
 import type { Scope } from './scopes.ts';
-import { digestSecret, generateSecret } from '../../secrets.ts';
 
 export interface Tenant {
   tenantId: string;

@@ -1,18 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import { Type } from 'typebox';
-import type { ModuleOptions } from '../../context.ts';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { type TSchema, Type } from 'typebox';
 import { tenantOf } from '../../http/auth.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { type FieldError, problems } from '../../http/problem.ts';
 import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
-import type { Database } from '../../storage/index.ts';
-import type { SessionRow } from '../sessions/service.ts';
-import { ASPECT_RATIOS, CAMERA_CONTROLS, LIMITS, RESOLUTIONS, VARIABLE_TYPES } from './catalogue.ts';
-import type { IssueCommand } from './service.ts';
+import type { SessionsService } from '../sessions/index.ts';
+import { StreamStartBody } from '../streams/index.ts';
+import { CAMERA_CONTROLS, LIMITS, VARIABLE_TYPES } from './catalogue.ts';
+import type { CommandsService } from './service.ts';
 import { commandDataErrors } from './validation.ts';
 
 const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: false });
@@ -44,19 +42,6 @@ const CommandSchema = Type.Object(
     error: Type.Unknown({ description: 'What the device said when it refused the command.' }),
   },
   { $id: 'Command' },
-);
-
-const enumDescription = (values: Record<number, string>) =>
-  Object.entries(values)
-    .map(([k, v]) => `${k} = ${v}`)
-    .join(', ');
-
-const StreamStartBody = Type.Object(
-  {
-    resolution: Type.Integer({ minimum: 0, maximum: 4, description: enumDescription(RESOLUTIONS) }),
-    aspectratio: Type.Integer({ minimum: 0, maximum: 4, description: enumDescription(ASPECT_RATIOS) }),
-  },
-  { additionalProperties: false },
 );
 
 const EnvelopeBody = Type.Object(
@@ -115,163 +100,134 @@ function idempotencyKey(request: FastifyRequest): string | null {
   return key;
 }
 
-type Prepare = (
-  trx: Kysely<Database>,
-  session: SessionRow,
-  commandId: string,
-) => Promise<Record<string, unknown> | undefined>;
+export interface CommandsPluginOptions {
+  commands: CommandsService;
+  sessions: Pick<SessionsService, 'findForTenant'>;
+}
+
+type App = FastifyInstance;
+
+const accepted = { 202: Type.Ref('Command'), ...problemResponses(400, 401, 403, 404, 409, 415, 429) };
+const BASE = '/sessions/:SessionId/realtime/commands';
+const commandRoute = {
+  config: { auth: { tenant: 'commands:send' } },
+  // No body at all is the same as `{}`.
+  preValidation: async (request: FastifyRequest) => {
+    if (request.body === undefined) request.body = {};
+  },
+} as const;
+const commandSchema = (summary: string, body: TSchema) => ({
+  tags: ['commands'],
+  summary,
+  params: SessionParams,
+  querystring: TtlQuery,
+  body,
+  response: accepted,
+});
 
 /** The seven command endpoints of the spec, plus reading the command log. */
-export const commandsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions, commands, streams, config } = ctx;
+export const commandsPlugin: FastifyPluginAsync<CommandsPluginOptions> = async (
+  app,
+  { commands, sessions },
+) => {
   app.addSchema(CommandSchema);
 
-  // Expiry: open commands past their time become `expired` (and the streams module rolls back).
-  let sweeper: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    sweeper = setInterval(() => {
-      commands.sweepExpired().catch((err) => app.log.error({ err }, 'command expiry sweep failed'));
-    }, config.commandSweepIntervalMs);
-    sweeper.unref();
-  });
-  app.addHook('onClose', async () => clearInterval(sweeper));
-
-  async function send(request: FastifyRequest, name: string, data: unknown, prepare?: Prepare) {
-    const { tenantId } = tenantOf(request);
+  /** Issues a command to the session the path names (404 for another tenant's). */
+  const send = async (request: FastifyRequest, name: string, data: unknown) => {
     const { SessionId } = request.params as { SessionId: string };
-    const session = await sessions.findForTenant(tenantId, SessionId);
+    const session = await sessions.findForTenant(tenantOf(request).tenantId, SessionId);
     if (!session) throw problems.notFound('session');
-    const input: IssueCommand = {
+    return commands.issue(session, {
       name,
       data,
       ttlSeconds: (request.query as { ttlSeconds?: number }).ttlSeconds ?? LIMITS.ttlSeconds.default,
       idempotencyKey: idempotencyKey(request),
       requestHash: requestHash(request),
-      prepare: prepare ? (trx, commandId) => prepare(trx, session, commandId) : undefined,
-    };
-    return commands.issue(session, input);
-  }
+    });
+  };
+  registerStreamCommands(app, send);
+  registerEnvelopeCommand(app, send);
+  registerCommandLog(app, commands, sessions);
+};
 
-  const commandRoute = {
-    config: { auth: { tenant: 'commands:send' } },
-    preValidation: async (request: FastifyRequest) => {
-      if (request.body === undefined) request.body = {};
-    },
-  } as const;
-  const accepted = { 202: Type.Ref('Command'), ...problemResponses(400, 401, 403, 404, 409, 415, 429) };
-  const base = '/sessions/:SessionId/realtime/commands';
+type Send = (request: FastifyRequest, name: string, data: unknown) => Promise<unknown>;
 
+function registerStreamCommands(app: App, send: Send) {
   app.post(
-    `${base}/stream`,
+    `${BASE}/stream`,
     {
       ...commandRoute,
-      schema: {
-        tags: ['commands'],
-        summary: 'Start a stream on a live session (device answers; then StreamStarted).',
-        params: SessionParams,
-        querystring: TtlQuery,
-        body: StreamStartBody,
-        response: accepted,
-      },
+      schema: commandSchema(
+        'Start a stream on a live session (device answers; then StreamStarted).',
+        StreamStartBody,
+      ),
     },
     async (request, reply) => {
-      const { resolution, aspectratio } = request.body;
-      const command = await send(
-        request,
-        'stream.start',
-        { resolution, aspectratio },
-        async (trx, session, id) => {
-          const { streamingSessionId } = await streams.requestStreamStart(
-            trx,
-            session,
-            { resolution, aspectratio },
-            id,
-          );
-          return { streamingSessionId };
-        },
-      );
-      return reply.code(202).send(command);
+      const { resolution, aspectratio } = request.body as { resolution: number; aspectratio: number };
+      return reply.code(202).send(await send(request, 'stream.start', { resolution, aspectratio }));
     },
   );
-
-  const putRoute = (path: string, name: string, summary: string, prepare: Prepare) =>
+  const put = (path: string, name: string, summary: string) =>
     app.put(
-      `${base}/${path}`,
-      {
-        ...commandRoute,
-        schema: {
-          tags: ['commands'],
-          summary,
-          params: SessionParams,
-          querystring: TtlQuery,
-          body: NoBody,
-          response: accepted,
-        },
-      },
-      async (request, reply) => reply.code(202).send(await send(request, name, {}, prepare)),
+      `${BASE}/${path}`,
+      { ...commandRoute, schema: commandSchema(summary, NoBody) },
+      async (request, reply) => reply.code(202).send(await send(request, name, {})),
     );
+  put('stream/stop', 'stream.stop', 'Stop the stream (StreamStopped; a recording stops with it).');
+  put('record', 'record.start', 'Start recording; the client must be streaming.');
+  put('record/stop', 'record.stop', 'Stop recording.');
+}
 
-  putRoute(
-    'stream/stop',
-    'stream.stop',
-    'Stop the stream (StreamStopped; a recording stops with it).',
-    async (trx, s, id) => {
-      await streams.requestStreamStop(trx, s, id);
-      return undefined;
-    },
-  );
-  putRoute('record', 'record.start', 'Start recording; the client must be streaming.', async (trx, s, id) => {
-    const { recordingId } = await streams.requestRecordStart(trx, s, id);
-    return { recordingId };
-  });
-  putRoute('record/stop', 'record.stop', 'Stop recording.', async (trx, s, id) => {
-    await streams.requestRecordStop(trx, s, id);
-    return undefined;
-  });
-
+function registerEnvelopeCommand(app: App, send: Send) {
   app.post(
-    base,
+    BASE,
     {
       ...commandRoute,
-      schema: {
-        tags: ['commands'],
-        summary: 'Send `camera` settings, a `text` message, or typed variables under any other name.',
-        params: SessionParams,
-        querystring: TtlQuery,
-        body: EnvelopeBody,
-        response: accepted,
-      },
+      schema: commandSchema(
+        'Send `camera` settings, a `text` message, or typed variables under any other name.',
+        EnvelopeBody,
+      ),
       // The envelope's `data` depends on `name`: its rules are checked in the handler, with exact paths.
       validatorCompiler: handlerValidatesBody,
     },
     async (request, reply) => {
-      const raw: unknown = request.body;
-      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-        throw problems.validation('The body must be a JSON object {name, data}.', [
-          { path: '', message: 'must be object' },
-        ]);
-      }
-      const body = raw as { name?: unknown; data?: unknown };
-      const errors: FieldError[] = Object.keys(body)
-        .filter((k) => k !== 'name' && k !== 'data')
-        .map((k) => ({ path: k, message: 'is not an allowed field' }));
-      if (typeof body.name !== 'string' || body.name === '')
-        errors.push({ path: 'name', message: 'must be a non-empty string' });
-      if (!('data' in body)) errors.push({ path: 'data', message: 'is required' });
-      if (typeof body.name === 'string' && 'data' in body)
-        errors.push(...commandDataErrors(body.name, body.data));
-      if (errors.length > 0) {
-        throw problems.validation(`The command is invalid: ${errors[0].path} ${errors[0].message}.`, errors);
-      }
-      return reply.code(202).send(await send(request, body.name as string, body.data));
+      const body = checkEnvelope(request.body);
+      return reply.code(202).send(await send(request, body.name, body.data));
     },
   );
+}
 
+/** The envelope `{name, data}`, checked in full; 400 with every problem's path otherwise. */
+function checkEnvelope(raw: unknown): { name: string; data: unknown } {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw problems.validation('The body must be a JSON object {name, data}.', [
+      { path: '', message: 'must be object' },
+    ]);
+  }
+  const body = raw as { name?: unknown; data?: unknown };
+  const errors: FieldError[] = Object.keys(body)
+    .filter((k) => k !== 'name' && k !== 'data')
+    .map((k) => ({ path: k, message: 'is not an allowed field' }));
+  if (typeof body.name !== 'string' || body.name === '')
+    errors.push({ path: 'name', message: 'must be a non-empty string' });
+  if (!('data' in body)) errors.push({ path: 'data', message: 'is required' });
+  if (typeof body.name === 'string' && 'data' in body)
+    errors.push(...commandDataErrors(body.name, body.data));
+  if (errors.length > 0) {
+    throw problems.validation(`The command is invalid: ${errors[0].path} ${errors[0].message}.`, errors);
+  }
+  return { name: body.name as string, data: body.data };
+}
+
+function registerCommandLog(
+  root: App,
+  commands: CommandsService,
+  sessions: CommandsPluginOptions['sessions'],
+) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const read = { auth: { tenant: ['commands:send', 'sessions:read'] } } as const;
-
   app.get(
-    `${base}/:commandId`,
+    `${BASE}/:commandId`,
     {
       config: read,
       schema: {
@@ -288,9 +244,8 @@ export const commandsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
       return command;
     },
   );
-
   listRoutes(app, {
-    url: base,
+    url: BASE,
     key: 'commands',
     item: Type.Ref('Command'),
     tags: ['commands'],
@@ -306,4 +261,4 @@ export const commandsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
       return { items, totalCount };
     },
   });
-};
+}

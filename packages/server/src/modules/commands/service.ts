@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
-import type { RealtimeBus } from '../../bus/bus.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
-import type { Signals } from '../../signals.ts';
+import type { CommandOutcome, SettledCommand, Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { SessionRow } from '../sessions/service.ts';
+import type { SessionRow } from '../sessions/index.ts';
+import type { CommandDelivery } from './delivery.ts';
 import type { CommandRow } from './store.ts';
 import * as store from './store.ts';
 
@@ -20,12 +20,17 @@ export interface IssueCommand {
   idempotencyKey: string | null;
   /** Digest of the request, so a reused Idempotency-Key with another request is refused. */
   requestHash: string;
-  /**
-   * Runs in the command's transaction before the row is written (the streams module moves its
-   * state machine here, so both happen or neither) and may add fields to the command's data.
-   */
-  prepare?: (trx: Kysely<Database>, commandId: string) => Promise<Record<string, unknown> | undefined>;
 }
+
+/**
+ * Runs in the command's transaction before its row is written (the streams module moves its state
+ * machine here, so both happen or neither); may refuse with a problem, or add fields to the data.
+ */
+export type IssueHook = (
+  trx: Kysely<Database>,
+  session: SessionRow,
+  command: { commandId: string; data: unknown },
+) => Promise<Record<string, unknown> | undefined>;
 
 interface Ack {
   sessionId: string;
@@ -34,24 +39,36 @@ interface Ack {
   error: string | null;
 }
 
+interface PendingInsert {
+  row: CommandRow;
+  session: SessionRow;
+  hook: IssueHook | undefined;
+}
+
 export type AckResult = 'settled' | 'unknown' | 'expired' | 'already_settled';
 
-/** The command log: issuing, delivery bookkeeping, acknowledgements and expiry. */
+/**
+ * The command log (CONTRACT §3): issuing, acknowledgements and expiry. Concurrent commands share one
+ * transaction (group commit), and so do acks; delivery to the device is `CommandDelivery`'s.
+ */
 export class CommandsService {
-  /** Deliveries and acks of concurrent commands share one transaction each (see Batcher). */
-  private readonly deliveries: Batcher<string, undefined>;
+  private readonly inserts: Batcher<PendingInsert, CommandRow>;
   private readonly acks: Batcher<Ack, CommandRow | undefined>;
+  private readonly hooks = new Map<string, IssueHook>();
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
-    private readonly bus: RealtimeBus,
+    private readonly delivery: CommandDelivery,
     private readonly signals: Signals,
   ) {
-    this.deliveries = new Batcher(async (ids) => {
-      await store.markDelivered(storage.db, ids, clock.now());
-      return ids.map(() => undefined);
-    });
+    // One writer keeps a session's commands committed, and so delivered, in the order they were accepted.
+    this.inserts = new Batcher(
+      (items) => storage.db.transaction().execute((trx) => this.insertAll(trx, items)),
+      {
+        retryAlone: true,
+      },
+    );
     this.acks = new Batcher((acks) =>
       storage.db.transaction().execute(async (trx) => {
         const rows: (CommandRow | undefined)[] = [];
@@ -64,45 +81,72 @@ export class CommandsService {
     );
   }
 
-  /** Stores a command and has it written to the device's socket if it is connected anywhere. */
+  /** Runs `hook` in the transaction of every command named `name` (the stream and record commands). */
+  onIssue(name: string, hook: IssueHook) {
+    this.hooks.set(name, hook);
+  }
+
+  /**
+   * Stores a command (durable before the answer), then hands it to delivery, which writes it to the
+   * device's socket wherever it is. The answer says how far delivery got: `delivered` or `queued`.
+   */
   async issue(session: SessionRow, input: IssueCommand) {
-    const { db } = this.storage;
     const replay = await this.replayed(session, input);
     if (replay) return replay;
     if (session.status !== 'live') throw problems.sessionEnded();
-    const commandId = uuidv7();
     const now = this.clock.now();
+    const pending: PendingInsert = {
+      session,
+      hook: this.hooks.get(input.name),
+      row: {
+        command_id: uuidv7(),
+        session_id: session.session_id,
+        tenant_id: session.tenant_id,
+        name: input.name,
+        data: JSON.stringify(input.data ?? null),
+        status: 'queued',
+        issued_at: now,
+        expires_at: now + input.ttlSeconds * 1000,
+        delivered_at: null,
+        settled_at: null,
+        error: null,
+        idempotency_key: input.idempotencyKey,
+        request_hash: input.requestHash,
+      },
+    };
+    let row: CommandRow;
     try {
-      await db.transaction().execute(async (trx) => {
-        const extra = input.prepare ? await input.prepare(trx, commandId) : undefined;
-        const data = extra ? { ...(input.data as Record<string, unknown>), ...extra } : input.data;
-        await store.insertCommand(trx, {
-          command_id: commandId,
-          session_id: session.session_id,
-          tenant_id: session.tenant_id,
-          name: input.name,
-          data: JSON.stringify(data ?? null),
-          status: 'queued',
-          issued_at: now,
-          expires_at: now + input.ttlSeconds * 1000,
-          delivered_at: null,
-          settled_at: null,
-          error: null,
-          idempotency_key: input.idempotencyKey,
-          request_hash: input.requestHash,
-        });
-      });
+      row = await this.inserts.submit(pending);
     } catch (err) {
       // A concurrent retry with the same key may have won the race: answer with its command.
       const raced = await this.replayed(session, input);
       if (raced) return raced;
       throw err;
     }
-    await this.bus.publish({ type: 'flush', sessionId: session.session_id });
-    const row = await store.findCommand(db, session.session_id, commandId);
-    // The answer tells how far delivery got (CONTRACT §3: delivered or queued), even when a quick
-    // device has already acknowledged it; GET shows the later states.
-    return { ...this.view(row!), status: row!.delivered_at === null ? 'queued' : 'delivered' } as const;
+    const deliveredAt = await this.delivery.deliver(session.session_id, {
+      commandId: row.command_id,
+      name: row.name,
+      data: JSON.parse(row.data) as unknown,
+      issuedAt: row.issued_at,
+    });
+    // The answer tells how far delivery got (CONTRACT §3), even when a quick device has acked already.
+    const view = this.view(row);
+    return deliveredAt === null ? view : { ...view, status: 'delivered' as const, deliveredAt };
+  }
+
+  private async insertAll(trx: Kysely<Database>, items: PendingInsert[]) {
+    const rows: CommandRow[] = [];
+    for (const { row, session, hook } of items) {
+      const extra = hook
+        ? await hook(trx, session, { commandId: row.command_id, data: JSON.parse(row.data) })
+        : undefined;
+      const stored = extra
+        ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) }
+        : row;
+      await store.insertCommand(trx, stored);
+      rows.push(stored);
+    }
+    return rows;
   }
 
   private async replayed(session: SessionRow, input: IssueCommand) {
@@ -114,9 +158,7 @@ export class CommandsService {
       input.idempotencyKey,
     );
     if (!existing) return null;
-    if (existing.request_hash !== input.requestHash) {
-      throw problems.idempotencyKeyReused();
-    }
+    if (existing.request_hash !== input.requestHash) throw problems.idempotencyKeyReused();
     return this.view(existing);
   }
 
@@ -128,15 +170,6 @@ export class CommandsService {
   async list(sessionId: string, page: PageRequest) {
     const { rows, totalCount } = await store.listCommands(this.storage.db, sessionId, page);
     return { commands: rows.map((r) => this.view(r)), totalCount };
-  }
-
-  /** What the device should receive now, oldest first (delivered-but-unanswered ones again: at-least-once). */
-  pending(sessionId: string) {
-    return store.pendingCommands(this.storage.db, sessionId, this.clock.now());
-  }
-
-  async markDelivered(commandIds: string[]) {
-    await Promise.all(commandIds.map((id) => this.deliveries.submit(id)));
   }
 
   /** Records the device's answer to a command and tells the modules that wait on it. */
@@ -154,27 +187,15 @@ export class CommandsService {
         ? 'expired'
         : 'already_settled';
     }
-    await this.signals.emit('command.settled', this.settled(row, ok ? 'acknowledged' : 'failed'));
+    await this.signals.emit('command.settled', settled(row, ok ? 'acknowledged' : 'failed'));
     return 'settled';
   }
 
   /** Expires open commands past their time and reports each; returns how many. */
   async sweepExpired(): Promise<number> {
     const expired = await store.expireCommands(this.storage.db, this.clock.now());
-    for (const row of expired) await this.signals.emit('command.settled', this.settled(row, 'expired'));
+    for (const row of expired) await this.signals.emit('command.settled', settled(row, 'expired'));
     return expired.length;
-  }
-
-  private settled(row: CommandRow, outcome: 'acknowledged' | 'failed' | 'expired') {
-    return {
-      commandId: row.command_id,
-      sessionId: row.session_id,
-      tenantId: row.tenant_id,
-      name: row.name,
-      data: (JSON.parse(row.data) ?? {}) as Record<string, unknown>,
-      outcome,
-      error: row.error === null ? null : (JSON.parse(row.error) as unknown),
-    };
   }
 
   /** The command as the API shows it. An open command past its expiry is shown expired at once. */
@@ -194,6 +215,18 @@ export class CommandsService {
       error: row.error === null ? null : (JSON.parse(row.error) as unknown),
     };
   }
+}
+
+function settled(row: CommandRow, outcome: CommandOutcome): SettledCommand {
+  return {
+    commandId: row.command_id,
+    sessionId: row.session_id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    data: (JSON.parse(row.data) ?? {}) as Record<string, unknown>,
+    outcome,
+    error: row.error === null ? null : (JSON.parse(row.error) as unknown),
+  };
 }
 
 export type CommandView = ReturnType<CommandsService['view']>;

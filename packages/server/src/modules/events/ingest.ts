@@ -1,4 +1,5 @@
 import type { Transaction } from 'kysely';
+import { Batcher } from '../../batcher.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { EventsTable } from '../../storage/schema.ts';
@@ -12,27 +13,27 @@ export interface IngestResult {
   duplicates: number;
 }
 
+/** The session of a stored event, as work in the ingestion transaction needs it. */
+export interface StoredSession {
+  tenantId: string;
+  tenantCohortId: string | null;
+}
+
 /** What one group-commit transaction wrote, for work that must share its transaction. */
 export interface StoredGroup {
   inserted: EventRow[];
-  /** The tenant of every session in `inserted`. */
-  tenants: Map<string, string>;
-  /** Sessions a device contacted, with the latest contact time. */
+  /** Tenant and cohort of every session in `inserted`. */
+  sessions: Map<string, StoredSession>;
+  /** Sessions a device contacted, with the latest contact time, in session id order. */
   contacts: Map<string, number>;
 }
 
-/**
- * Work done inside the same transaction as the insert: the sessions module moves `lastSeenAt`,
- * the webhooks module writes its outbox rows.
- */
-export type InTransaction = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
+type InTransaction = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
 
 interface Job {
   rows: EventRow[];
-  tenantId: string;
+  session: StoredSession & { sessionId: string };
   touch: { sessionId: string; at: number } | null;
-  resolve(result: IngestResult): void;
-  reject(err: unknown): void;
 }
 
 const EVENTS_TABLE: BulkTable<'events'> = {
@@ -53,75 +54,34 @@ const MAX_ROWS_PER_FLUSH = 20_000;
 
 /**
  * Group commit: concurrent ingestion requests share one transaction. While a transaction is being
- * written, new batches queue up; the next transaction takes all of them. Each batch's promise
- * resolves only after its transaction committed, so a 200 always means durable. Duplicate ids
- * (already stored, or repeated within the group) are skipped and counted.
+ * written, new batches queue up; the next transaction takes all of them (one writer on SQLite,
+ * several on PostgreSQL, where commits wait on the server). Each batch's promise resolves only after
+ * its transaction committed, so a 200 always means durable. Duplicate ids (already stored, or
+ * repeated within the group) are skipped and counted. A failed group is retried batch by batch.
  */
 export class EventWriter {
-  private queue: Job[] = [];
-  private inFlight = 0;
   private readonly hooks: InTransaction[] = [];
+  private readonly queue: Batcher<Job, IngestResult>;
 
   constructor(
     private readonly storage: Storage,
     private readonly metrics: Metrics,
-  ) {}
-
-  /** Registers work to run in every ingestion transaction (e.g. the webhook outbox). */
-  addTransactionHook(hook: InTransaction) {
-    this.hooks.push(hook);
-  }
-
-  write(tenantId: string, rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ rows, tenantId, touch, resolve, reject });
-      this.pump();
+  ) {
+    this.queue = new Batcher((jobs) => this.writeGroup(jobs), {
+      weight: (job) => job.rows.length,
+      maxWeight: MAX_ROWS_PER_FLUSH,
+      concurrency: storage.writeConcurrency,
+      retryAlone: true,
     });
   }
 
-  /**
-   * Starts a transaction with everything queued whenever a writer slot is free: one slot on
-   * SQLite (a single writer), several on PostgreSQL, where commits wait on the server.
-   */
-  private pump() {
-    while (this.inFlight < this.storage.writeConcurrency && this.queue.length > 0) {
-      const jobs = this.takeGroup();
-      this.inFlight++;
-      void this.flush(jobs).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
+  /** Registers work to run in every ingestion transaction (e.g. the webhook outbox). */
+  addHook(hook: InTransaction) {
+    this.hooks.push(hook);
   }
 
-  private async flush(jobs: Job[]) {
-    try {
-      const results = await this.writeGroup(jobs);
-      for (const [i, job] of jobs.entries()) job.resolve(results[i]);
-    } catch (err) {
-      // One bad batch must not fail its neighbours (nor a deadlock victim its group): retry each alone.
-      if (jobs.length === 1) {
-        jobs[0].reject(err);
-        return;
-      }
-      for (const job of jobs) {
-        try {
-          job.resolve((await this.writeGroup([job]))[0]);
-        } catch (jobErr) {
-          job.reject(jobErr);
-        }
-      }
-    }
-  }
-
-  private takeGroup(): Job[] {
-    let rows = 0;
-    let n = 0;
-    while (n < this.queue.length && (n === 0 || rows + this.queue[n].rows.length <= MAX_ROWS_PER_FLUSH)) {
-      rows += this.queue[n].rows.length;
-      n++;
-    }
-    return this.queue.splice(0, n);
+  write(session: Job['session'], rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
+    return this.queue.submit({ rows, session, touch });
   }
 
   private async writeGroup(jobs: Job[]): Promise<IngestResult[]> {
@@ -157,10 +117,13 @@ export class EventWriter {
           insertedRows.push(entries[i].row);
         }
       }
-      const tenants = new Map(
-        jobs.flatMap((job) => job.rows.map((r) => [r.session_id, job.tenantId] as const)),
+      const sessions = new Map(
+        jobs.map(({ session }) => [
+          session.sessionId,
+          { tenantId: session.tenantId, tenantCohortId: session.tenantCohortId },
+        ]),
       );
-      const group = { inserted: insertedRows, tenants, contacts: latestContacts(jobs) };
+      const group = { inserted: insertedRows, sessions, contacts: latestContacts(jobs) };
       for (const hook of this.hooks) await hook(trx, group);
     });
     this.metrics.ingestFlushSize.observe(insertedRows(accepted));

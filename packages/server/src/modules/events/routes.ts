@@ -1,14 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { ModuleOptions } from '../../context.ts';
 import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
-import { ingestBatch } from './batch.ts';
 import { EventBatchSchema, EventSchema } from './event-types.ts';
-import { decodeCursor, encodeCursor, queryEvents } from './store.ts';
+import type { EventSession, EventsService } from './service.ts';
 
 const IngestResultSchema = Type.Object({
   accepted: Type.Integer({ description: 'Events stored by this request.' }),
@@ -21,21 +19,25 @@ const IngestResultSchema = Type.Object({
 // like `events[3].timestamp`); its schema is in the route for the OpenAPI document only.
 const batchBodyCompiler = handlerValidatesBody;
 
+/** How the events routes find the session a request names, as its caller may see it. */
+export interface SessionFinder {
+  findForPrincipal(principal: FastifyRequest['principal'], sessionId: string): Promise<EventSession | null>;
+}
+
+export interface EventsPluginOptions {
+  events: EventsService;
+  sessions: SessionFinder;
+}
+
 /** Event ingestion (device or tenant) and the tenant's paged event query. */
-export const eventsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
+export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (root, { events, sessions }) => {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions } = ctx;
 
   async function ingest(request: FastifyRequest, sessionId: string) {
     const principal = request.principal;
-    const row =
-      principal?.kind === 'device'
-        ? await sessions.findForDevice(principal, sessionId)
-        : principal?.kind === 'tenant'
-          ? await sessions.findForTenant(principal.tenantId, sessionId)
-          : null;
-    if (!row) throw problems.notFound('session');
-    return ingestBatch(ctx, row, request.body, principal?.kind === 'device' ? 'device' : 'tenant');
+    const session = await sessions.findForPrincipal(principal, sessionId);
+    if (!session) throw problems.notFound('session');
+    return events.ingestBatch(session, request.body, principal?.kind === 'device' ? 'device' : 'tenant');
   }
 
   const ingestSchema = (params: ReturnType<typeof Type.Object>) => ({
@@ -107,34 +109,17 @@ export const eventsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ct
       },
     },
     async (request, reply) => {
-      const p = request.principal;
-      if (p?.kind !== 'tenant') throw problems.unauthorized();
-      const row = await sessions.findForTenant(p.tenantId, request.params.SessionId);
-      if (!row) throw problems.notFound('session');
-      const q = request.query;
-      const after = q.after === undefined ? undefined : decodeCursor(q.after);
-      if (after === null) {
-        throw problems.validation('`after` is not a cursor this server issued.', [
-          { path: 'query.after', message: 'is not a valid cursor' },
-        ]);
-      }
-      const limit = q.limit ?? 100;
-      const rows = await queryEvents(ctx.storage.db, row.session_id, {
-        eventType: q.eventType,
-        from: q.from,
-        to: q.to,
-        after,
-        limit: limit + 1,
+      if (request.principal?.kind !== 'tenant') throw problems.unauthorized();
+      const session = await sessions.findForPrincipal(request.principal, request.params.SessionId);
+      if (!session) throw problems.notFound('session');
+      const { bodies, nextCursor, hasMore } = await events.page(session.sessionId, {
+        ...request.query,
+        limit: request.query.limit ?? 100,
       });
-      const hasMore = rows.length > limit;
-      const page = hasMore ? rows.slice(0, limit) : rows;
-      const last = page[page.length - 1];
-      const nextCursor =
-        hasMore && last ? encodeCursor({ timestamp: last.timestamp, id: last.event_id }) : null;
       // Stored bodies are JSON already: splice them in rather than parse and re-serialise.
       return sendRawJson(
         reply,
-        `{"events":[${page.map((r) => r.body).join(',')}],"nextCursor":${JSON.stringify(nextCursor)},"hasMore":${hasMore}}`,
+        `{"events":[${bodies.join(',')}],"nextCursor":${JSON.stringify(nextCursor)},"hasMore":${hasMore}}`,
       );
     },
   );

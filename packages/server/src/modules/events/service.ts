@@ -1,19 +1,29 @@
+import type { Transaction } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { Metrics } from '../../http/metrics.ts';
-import type { Storage } from '../../storage/index.ts';
-import { type EventRow, EventWriter, type IngestResult } from './ingest.ts';
-import type { ValidEvent } from './validation.ts';
+import { problems } from '../../http/problem.ts';
+import type { Database, Storage } from '../../storage/index.ts';
+import { type EventRow, EventWriter, type IngestResult, type StoredGroup } from './ingest.ts';
+import * as store from './store.ts';
+import { type ValidEvent, validateEventBatch } from './validation.ts';
 
 /** The session an event belongs to, as ingestion needs it. */
-export interface EventTarget {
+export interface EventSession {
   sessionId: string;
   tenantId: string;
-  /** The stream live at ingestion time: stamped on every event that has none of its own. */
+  tenantCohortId: string | null;
+}
+
+/** A session plus the stream live at ingestion time, stamped on every event that has none of its own. */
+export interface EventTarget extends EventSession {
   streamingSessionId: string | null;
 }
 
 export type EventSource = 'device' | 'tenant' | 'server';
+
+/** Work done inside the transaction that stores a group of events (lastSeenAt, the webhook outbox). */
+export type StoredHook = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
 
 /** The event as stored and returned: common fields first, then the type's own fields. */
 export function eventBody(target: EventTarget, e: ValidEvent): Record<string, unknown> {
@@ -43,24 +53,75 @@ function toRow(target: EventTarget, e: ValidEvent, receivedAt: number): EventRow
   };
 }
 
-/** Ingestion (validated batches and server-emitted events) through one group-committing writer. */
+export interface EventsOptions {
+  maxEventsPerBatch: number;
+}
+
+/**
+ * Events: validation, group-committed ingestion and queries. What other modules add to ingestion is
+ * registered by the wiring (`wire.ts`), not reached for: the stream to stamp (`streamOf`), work in
+ * the ingestion transaction (`onStored`), and what a device's `SessionEnd` does (`onSessionEndEvent`).
+ */
 export class EventsService {
-  readonly writer: EventWriter;
+  private readonly writer: EventWriter;
+  private streamOf: (sessionId: string) => Promise<string | null> = async () => null;
+  private sessionEndHandlers: ((session: EventSession, reason: string) => Promise<void>)[] = [];
 
   constructor(
-    storage: Storage,
+    private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly metrics: Metrics,
+    private readonly options: EventsOptions,
   ) {
     this.writer = new EventWriter(storage, metrics);
   }
 
-  /** Stores a validated batch; resolves once it is durable. A device batch counts as device contact. */
+  /** Where ingestion learns the stream live in a session. */
+  resolveStreamWith(streamOf: (sessionId: string) => Promise<string | null>) {
+    this.streamOf = streamOf;
+  }
+
+  /** Adds work to every ingestion transaction. */
+  onStored(hook: StoredHook) {
+    this.writer.addHook(hook);
+  }
+
+  /** Runs after a device's `SessionEnd` event is stored: it is the session's end. */
+  onSessionEndEvent(handler: (session: EventSession, reason: string) => Promise<void>) {
+    this.sessionEndHandlers.push(handler);
+  }
+
+  /**
+   * Validates and stores one batch for a session — the same rules over HTTP and over the device's
+   * socket. Throws a problem (nothing stored) for a bad batch.
+   */
+  async ingestBatch(session: EventSession, body: unknown, source: Exclude<EventSource, 'server'>) {
+    const checked = validateEventBatch(body, {
+      sessionId: session.sessionId,
+      now: this.clock.now(),
+      maxEvents: this.options.maxEventsPerBatch,
+    });
+    if (!checked.ok) {
+      const first = checked.errors[0];
+      const more = checked.errors.length > 1 ? ` (and ${checked.errors.length - 1} more)` : '';
+      const detail = `The event batch was rejected, nothing was stored: ${first?.path ?? 'events'} ${first?.message ?? 'is invalid'}${more}.`;
+      throw problems.eventBatchRejected(checked.code, detail, checked.errors);
+    }
+    const result = await this.ingest(await this.target(session), checked.events, source);
+    const end = source === 'device' ? checked.events.find((e) => e.eventType === 'SessionEnd') : undefined;
+    if (end) {
+      const reason = typeof end.fields.reason === 'string' ? end.fields.reason : 'device';
+      for (const handler of this.sessionEndHandlers) await handler(session, reason);
+    }
+    return result;
+  }
+
+  /** Stores validated events; resolves once they are durable. A device batch counts as device contact. */
   async ingest(target: EventTarget, events: ValidEvent[], source: EventSource): Promise<IngestResult> {
     const now = this.clock.now();
     const rows = events.map((e) => toRow(target, e, now));
     const result = await this.writer.write(
-      target.tenantId,
+      target,
       rows,
       source === 'device' ? { sessionId: target.sessionId, at: now } : null,
     );
@@ -70,12 +131,45 @@ export class EventsService {
   }
 
   /**
-   * Stores an event the server emits itself (server id; server time unless the fact it reports
-   * has its own time). Returns it as stored.
+   * Stores an event the server emits itself (server id; server time unless the fact it reports has
+   * its own time), stamped with the live stream unless its fields name one. Returns it as stored.
    */
-  async emit(target: EventTarget, eventType: string, fields: Record<string, unknown>, at?: number) {
+  async emit(session: EventSession, eventType: string, fields: Record<string, unknown>, at?: number) {
     const event: ValidEvent = { id: uuidv7(), eventType, timestamp: at ?? this.clock.now(), fields };
+    const target =
+      typeof fields.streamingSessionId === 'string'
+        ? { ...session, streamingSessionId: null }
+        : await this.target(session);
     await this.ingest(target, [event], 'server');
     return eventBody(target, event);
+  }
+
+  private async target(session: EventSession): Promise<EventTarget> {
+    return { ...session, streamingSessionId: await this.streamOf(session.sessionId) };
+  }
+
+  /** A session's stored event bodies (JSON text), ordered by timestamp then id, page by page. */
+  sessionEventBodies(sessionId: string) {
+    return store.sessionEventBodies(this.storage.db, sessionId);
+  }
+
+  /** One page of a session's events, filtered; `after` is a cursor from the previous page. */
+  async page(
+    sessionId: string,
+    q: Omit<store.EventQuery, 'after' | 'limit'> & { after?: string; limit: number },
+  ) {
+    const after = q.after === undefined ? undefined : store.decodeCursor(q.after);
+    if (after === null) {
+      throw problems.validation('`after` is not a cursor this server issued.', [
+        { path: 'query.after', message: 'is not a valid cursor' },
+      ]);
+    }
+    const rows = await store.queryEvents(this.storage.db, sessionId, { ...q, after, limit: q.limit + 1 });
+    const hasMore = rows.length > q.limit;
+    const page = hasMore ? rows.slice(0, q.limit) : rows;
+    const last = page[page.length - 1];
+    const nextCursor =
+      hasMore && last ? store.encodeCursor({ timestamp: last.timestamp, id: last.event_id }) : null;
+    return { bodies: page.map((r) => r.body), nextCursor, hasMore };
   }
 }

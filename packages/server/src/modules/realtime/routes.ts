@@ -1,18 +1,19 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { RawData } from 'ws';
-import type { ModuleOptions } from '../../context.ts';
 import { deviceOf } from '../../http/auth.ts';
 import { Uuid } from '../../http/schemas.ts';
-import { RealtimeHub } from './hub.ts';
+import type { SessionsService } from '../sessions/index.ts';
+import type { RealtimeHub } from './hub.ts';
 import { CLOSE } from './protocol.ts';
 
-/** The device's WebSocket channel: GET /client/v1/sessions/{sessionId}/realtime. */
-export const realtimeRoutes: FastifyPluginAsync<ModuleOptions> = async (app, { ctx }) => {
-  const hub = new RealtimeHub(ctx, app.log);
-  app.addHook('onReady', async () => hub.start());
-  app.addHook('preClose', async () => hub.stop());
+export interface RealtimePluginOptions {
+  hub: RealtimeHub;
+  sessions: Pick<SessionsService, 'findForTenant'>;
+}
 
+/** The device's WebSocket channel: GET /client/v1/sessions/{sessionId}/realtime. */
+export const realtimePlugin: FastifyPluginAsync<RealtimePluginOptions> = async (app, { hub, sessions }) => {
   app.get(
     '/client/v1/sessions/:sessionId/realtime',
     {
@@ -34,7 +35,7 @@ export const realtimeRoutes: FastifyPluginAsync<ModuleOptions> = async (app, { c
       socket.on('message', hold);
       const principal = deviceOf(request);
       const { sessionId } = request.params as { sessionId: string };
-      const row = await ctx.sessions.findForTenant(principal.tenantId, sessionId);
+      const row = await sessions.findForTenant(principal.tenantId, sessionId);
       socket.off('message', hold);
       if (!row) socket.close(CLOSE.notFound, 'no such session');
       else if (row.player_id !== principal.playerId)

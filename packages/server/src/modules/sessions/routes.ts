@@ -2,15 +2,16 @@ import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { ModuleOptions } from '../../context.ts';
+import type { Clock } from '../../clock.ts';
 import { deviceOf, tenantOf } from '../../http/auth.ts';
 import { readGetBody } from '../../http/get-body.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
-import { sessionEventBodies } from '../events/store.ts';
+import type { EventsService } from '../events/index.ts';
 import { CohortId, DeviceInfo, Minutes, MinutesBody, SessionSchema } from './schemas.ts';
+import type { SessionsService } from './service.ts';
 
 const DEFAULT_MINUTES = 5;
 
@@ -29,27 +30,23 @@ async function activeMinutes(request: FastifyRequest, fromQuery: number | undefi
   return fromQuery ?? fromBody ?? DEFAULT_MINUTES;
 }
 
+export interface SessionsPluginOptions {
+  sessions: SessionsService;
+  /** A session's events, for `GET /sessions/{id}`. */
+  events: Pick<EventsService, 'sessionEventBodies'>;
+  clock: Clock;
+  publicUrl: string | null;
+  heartbeatIntervalMs: number;
+}
+
 /** Device sessions (start, end) and the tenant's session and cohort queries. */
-export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
+export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (root, options) => {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions, config, clock } = ctx;
+  const { sessions, events, clock, publicUrl, heartbeatIntervalMs } = options;
   app.addSchema(SessionSchema);
 
-  // The idle sweep: sessions without device contact for the timeout are ended by the server.
-  let sweeper: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    const every = Math.min(30_000, Math.max(250, (config.sessionIdleTimeoutS * 1000) / 4));
-    sweeper = setInterval(() => {
-      sessions
-        .sweepIdle(config.sessionIdleTimeoutS * 1000)
-        .catch((err) => app.log.error({ err }, 'idle sweep failed'));
-    }, every);
-    sweeper.unref();
-  });
-  app.addHook('onClose', async () => clearInterval(sweeper));
-
   const wsBase = (request: FastifyRequest) => {
-    if (config.publicUrl) return config.publicUrl.replace(/^http/, 'ws').replace(/\/$/, '');
+    if (publicUrl) return publicUrl.replace(/^http/, 'ws').replace(/\/$/, '');
     return `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.host}`;
   };
 
@@ -83,7 +80,7 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
       return reply.code(201).send({
         sessionId: row.session_id,
         realtimeUrl: `${wsBase(request)}/client/v1/sessions/${row.session_id}/realtime`,
-        heartbeatIntervalMs: config.heartbeatIntervalMs,
+        heartbeatIntervalMs,
       });
     },
   );
@@ -128,12 +125,11 @@ export const sessionsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { 
       const row = await sessions.findForTenant(tenantOf(request).tenantId, request.params.SessionId);
       if (!row) throw problems.notFound('session');
       const head = JSON.stringify(await sessions.view(row));
-      const db = ctx.storage.db;
       // Streamed: the session, then its events page by page, never one giant string.
       async function* body() {
         yield `${head.slice(0, -1)},"events":[`;
         let first = true;
-        for await (const event of sessionEventBodies(db, row!.session_id)) {
+        for await (const event of events.sessionEventBodies(row!.session_id)) {
           yield first ? event : `,${event}`;
           first = false;
         }

@@ -3,8 +3,8 @@ import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import type { Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { DevicePrincipal } from '../auth/tokens.ts';
-import type { EventsService, EventTarget } from '../events/service.ts';
+import type { DevicePrincipal, Principal } from '../auth/index.ts';
+import type { EventSession, EventsService } from '../events/index.ts';
 import type { SessionRow } from './store.ts';
 import * as store from './store.ts';
 
@@ -55,12 +55,7 @@ export class SessionsService {
     private readonly clock: Clock,
     private readonly events: EventsService,
     private readonly signals: Signals,
-  ) {
-    // Device batches move lastSeenAt in the same transaction as the events.
-    events.writer.addTransactionHook(async (trx, group) => {
-      for (const [sessionId, at] of group.contacts) await store.touchSession(trx, sessionId, at);
-    });
-  }
+  ) {}
 
   addDecorator(decorator: SessionDecorator) {
     this.decorators.push(decorator);
@@ -101,15 +96,11 @@ export class SessionsService {
     return row && row.player_id === principal.playerId ? row : null;
   }
 
-  /** The cohort of each session (for webhook payloads), read in the caller's transaction. */
-  async cohortsOf(db: Kysely<Database>, sessionIds: string[]): Promise<Map<string, string | null>> {
-    if (sessionIds.length === 0) return new Map();
-    const rows = await db
-      .selectFrom('sessions')
-      .select(['session_id', 'tenant_cohort_id'])
-      .where('session_id', 'in', sessionIds)
-      .execute();
-    return new Map(rows.map((r) => [r.session_id, r.tenant_cohort_id]));
+  /** The session a request names, if its principal may see it (a device: only its own player's). */
+  async findForPrincipal(principal: Principal | null, sessionId: string): Promise<SessionRow | null> {
+    if (principal?.kind === 'device') return this.findForDevice(principal, sessionId);
+    if (principal?.kind === 'tenant') return this.findForTenant(principal.tenantId, sessionId);
+    return null;
   }
 
   /** Records device contact. */
@@ -117,14 +108,9 @@ export class SessionsService {
     await store.touchSession(this.storage.db, sessionId, this.clock.now());
   }
 
-  async eventTarget(row: SessionRow): Promise<EventTarget> {
-    const { stream } = (await this.liveStates([row.session_id])).get(row.session_id)!;
-    return {
-      sessionId: row.session_id,
-      tenantId: row.tenant_id,
-      streamingSessionId:
-        stream.state === 'streaming' || stream.state === 'stopping' ? stream.streamingSessionId : null,
-    };
+  /** Records device contact of many sessions inside the caller's transaction (in the given order). */
+  async touchAll(trx: Kysely<Database>, contacts: Map<string, number>) {
+    for (const [sessionId, at] of contacts) await store.touchSession(trx, sessionId, at);
   }
 
   /**
@@ -160,7 +146,7 @@ export class SessionsService {
   private async emitSessionEnd(row: SessionRow) {
     const duration = Math.max(0, Math.round(((row.ended_at ?? row.last_seen_at) - row.started_at) / 1000));
     await this.events.emit(
-      await this.eventTarget(row),
+      eventSession(row),
       'SessionEnd',
       { duration, reason: row.end_reason },
       row.ended_at ?? undefined,
@@ -195,4 +181,9 @@ export class SessionsService {
       };
     });
   }
+}
+
+/** A session as the events module knows it. */
+export function eventSession(row: SessionRow): EventSession {
+  return { sessionId: row.session_id, tenantId: row.tenant_id, tenantCohortId: row.tenant_cohort_id };
 }

@@ -1,11 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { ModuleOptions } from '../../context.ts';
 import { deviceOf } from '../../http/auth.ts';
 import { problems } from '../../http/problem.ts';
 import { EmptyObject, problemResponses, Uuid } from '../../http/schemas.ts';
-import type { SessionRow } from '../sessions/service.ts';
+import type { SessionRow, SessionsService } from '../sessions/index.ts';
+import type { StreamsService } from './service.ts';
 
 const DeviceSessionParams = Type.Object({ sessionId: Uuid }, { additionalProperties: false });
 
@@ -21,7 +21,7 @@ export const AspectRatio = Type.Integer({
   description: '0 = 16:9, 1 = 9:16, 2 = 1:1, 3 = 4:3, 4 = 21:9.',
 });
 
-const StreamStartBody = Type.Object(
+export const StreamStartBody = Type.Object(
   { resolution: Resolution, aspectratio: AspectRatio },
   { additionalProperties: false },
 );
@@ -29,25 +29,19 @@ const StreamAnswer = Type.Object({ streamingSessionId: Uuid });
 const RecordingAnswer = Type.Object({ recordingId: Uuid });
 
 /**
- * Streams and recordings started or stopped inside the app (CONTRACT §2, spec rule 3), and the sweep
- * that stops streams whose device stayed away longer than the grace.
+ * Streams and recordings started or stopped inside the app (CONTRACT §2, spec rule 3), . The sweep that
+ * stops streams whose device stayed away longer than the grace is a job (`jobs.ts`).
  */
-export const streamsRoutes: FastifyPluginAsync<ModuleOptions> = async (root, { ctx }) => {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions, streams, config, bus } = ctx;
+export interface StreamsPluginOptions {
+  streams: StreamsService;
+  sessions: Pick<SessionsService, 'findForDevice' | 'touch'>;
+}
 
-  let sweeper: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    const graceMs = config.streamGraceS * 1000;
-    const every = Math.min(5_000, Math.max(250, graceMs / 4));
-    sweeper = setInterval(() => {
-      streams
-        .sweepDisconnected(graceMs, (ids) => bus.connected(ids))
-        .catch((err) => app.log.error({ err }, 'stream disconnect sweep failed'));
-    }, every);
-    sweeper.unref();
-  });
-  app.addHook('onClose', async () => clearInterval(sweeper));
+export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (
+  root,
+  { streams, sessions },
+) => {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
 
   /** The device's own live session; each call counts as device contact. */
   async function ownSession(request: FastifyRequest): Promise<SessionRow> {

@@ -2,10 +2,15 @@ import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import { type ProblemError, problems } from '../../http/problem.ts';
-import type { SettledCommand, Signals } from '../../signals.ts';
+import type { SettledCommand } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { EventsService } from '../events/service.ts';
-import type { SessionLiveState, SessionRow, SessionsService } from '../sessions/service.ts';
+import type { EventsService } from '../events/index.ts';
+import {
+  eventSession,
+  type SessionLiveState,
+  type SessionRow,
+  type SessionsService,
+} from '../sessions/index.ts';
 import {
   type Action,
   type ActionInput,
@@ -68,18 +73,8 @@ export class StreamsService {
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly sessions: SessionsService,
-    private readonly events: EventsService,
-    signals: Signals,
-  ) {
-    sessions.addDecorator((ids) => this.liveStates(ids));
-    signals.on('command.settled', (command) => this.onCommandSettled(command));
-    signals.on('session.ended', (ended) =>
-      this.stopOnSessionEnd(
-        { sessionId: ended.sessionId, tenantId: ended.tenantId, playerId: null },
-        ended.endedAt,
-      ),
-    );
-  }
+    private readonly events: Pick<EventsService, 'emit'>,
+  ) {}
 
   // --- tenant commands: run inside the transaction that stores the command row -----------------
 
@@ -209,7 +204,9 @@ export class StreamsService {
   }
 
   /** The session ended: its stream and recording stop at the session's end time. */
-  private async stopOnSessionEnd(owner: Owner, endedAt: number) {
+  async stopOnSessionEnd(ended: { sessionId: string; tenantId: string; endedAt: number }) {
+    const owner = { sessionId: ended.sessionId, tenantId: ended.tenantId, playerId: null };
+    const endedAt = ended.endedAt;
     await this.commitAndEmit(owner, (current) =>
       advance(current, { type: 'sessionEnd' }, { now: this.clock.now(), stoppedAt: endedAt }),
     );
@@ -279,6 +276,12 @@ export class StreamsService {
     return out;
   }
 
+  /** The stream events of a session are tied to right now: one streaming (or stopping), else null. */
+  async currentStreamId(sessionId: string): Promise<string | null> {
+    const s = (await store.readSnapshots(this.storage.db, [sessionId])).get(sessionId);
+    return s && (s.stream === 'streaming' || s.stream === 'stopping') ? s.streamingSessionId : null;
+  }
+
   /** A player's streams overlapping `[from, to)`, oldest first; `stoppedAt` is null while one runs. */
   intervalsForPlayer(tenantId: string, playerId: string, from?: number, to?: number) {
     return store.playerIntervals(this.storage.db, tenantId, playerId, from, to);
@@ -290,8 +293,9 @@ export class StreamsService {
   private async commitAndEmit(owner: Owner, decide: Decide): Promise<Applied | null> {
     const applied = await this.storage.db.transaction().execute((trx) => this.step(trx, owner, decide));
     if (!applied) return null;
-    const target = { sessionId: owner.sessionId, tenantId: owner.tenantId, streamingSessionId: null };
-    for (const e of applied.events) await this.events.emit(target, e.event, e.fields);
+    const session = await this.sessions.findForTenant(owner.tenantId, owner.sessionId);
+    if (!session) return applied;
+    for (const e of applied.events) await this.events.emit(eventSession(session), e.event, e.fields);
     return applied;
   }
 

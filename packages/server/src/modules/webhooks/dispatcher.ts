@@ -111,10 +111,13 @@ export class Dispatcher {
     this.maxHeldPerEndpoint = config.endpointConcurrency * factor;
     this.maxHeld = config.concurrency * factor;
     // Results of concurrent attempts share one transaction (one writer on SQLite).
-    this.settle = new Batcher(async (items) => {
-      await this.writeResults(items);
-      return items.map(() => undefined);
-    }, 500);
+    this.settle = new Batcher(
+      async (items) => {
+        await this.writeResults(items);
+        return items.map(() => undefined);
+      },
+      { maxBatch: 500 },
+    );
   }
 
   start() {

@@ -2,7 +2,13 @@ import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { StoredGroup } from '../events/ingest.ts';
+import type { EventRow } from '../events/index.ts';
+
+interface StoredGroup {
+  inserted: EventRow[];
+  tenants: Map<string, string>;
+}
+
 import { type EndpointCache, type EndpointFilter, matches } from './endpoint-cache.ts';
 import { insertDeliveries } from './store.ts';
 

@@ -5,8 +5,6 @@ import type { Config } from '../../config.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import { problems } from '../../http/problem.ts';
 import type { Storage } from '../../storage/index.ts';
-import type { EventsService } from '../events/service.ts';
-import type { SessionsService } from '../sessions/service.ts';
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
@@ -82,8 +80,6 @@ export class WebhooksService {
     config: Config,
     logger: Logger,
     metrics: Metrics,
-    events: EventsService,
-    sessions: SessionsService,
   ) {
     this.config = config.webhooks;
     this.cache = new EndpointCache(this.config.endpointCacheTtlMs);
@@ -111,10 +107,6 @@ export class WebhooksService {
       this.cache,
       () => clock.now(),
       () => this.dispatcher.nudge(),
-    );
-    // Every stored event gets its session.event rows in its own (group-commit) transaction.
-    events.writer.addTransactionHook((trx, group) =>
-      this.outbox.onEventsStored(trx, group, (db, ids) => sessions.cohortsOf(db, ids)),
     );
   }
 

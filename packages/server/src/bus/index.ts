@@ -1,0 +1,4 @@
+export type { Bus, BusHandler, BusMessage, WireCommand } from './bus.ts';
+export { MemoryBus } from './memory-bus.ts';
+export { MemoryPresence } from './memory-presence.ts';
+export type { Presence } from './presence.ts';

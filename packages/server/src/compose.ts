@@ -1,0 +1,118 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from 'pino';
+import { type Bus, MemoryBus, MemoryPresence, type Presence } from './bus/index.ts';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
+import type { Job, Worker } from './jobs.ts';
+import { jobsOf } from './jobs.ts';
+import {
+  loadServerKeys,
+  type OperatorToken,
+  resolveOperatorToken,
+  TokenService,
+} from './modules/auth/index.ts';
+import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
+import { EventsService } from './modules/events/index.ts';
+import { RealtimeHub } from './modules/realtime/index.ts';
+import { SessionsService } from './modules/sessions/index.ts';
+import { StreamsService } from './modules/streams/index.ts';
+import { WebhooksService } from './modules/webhooks/index.ts';
+import type { Outbox } from './outbox.ts';
+import { Signals } from './signals.ts';
+import { openStorage, type Storage } from './storage/index.ts';
+import { wire } from './wire.ts';
+
+/** Every service of one server process, built once, in dependency order. */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  storage: Storage;
+  metrics: Metrics;
+  signals: Signals;
+  bus: Bus;
+  presence: Presence;
+  tokens: TokenService;
+  operator: OperatorToken;
+  /** Key of the keyed digests of client and campaign secrets. */
+  digestKey: Buffer;
+  events: EventsService;
+  sessions: SessionsService;
+  streams: StreamsService;
+  delivery: CommandDelivery;
+  commands: CommandsService;
+  hub: RealtimeHub;
+  webhooks: WebhooksService;
+  /** Where modules write webhook messages, in the transaction of the fact they report. */
+  outbox: Outbox;
+  /** Periodic jobs and self-paced workers, started with the server (see jobs.ts). */
+  jobs: Job[];
+  workers: Worker[];
+  /** Releases what the services hold (bus, presence, storage). */
+  close(): Promise<void>;
+}
+
+/**
+ * The dependency graph of the server, in one place: storage, then each module's service with the
+ * few services it uses, then `wire()` connects their hooks and signals. No constructor registers
+ * anything with another service.
+ */
+export async function compose(config: Config, clock: Clock, logger: Logger): Promise<Services> {
+  const storage = await openStorage(config);
+  try {
+    const log = logger as FastifyBaseLogger;
+    const keys = await loadServerKeys(storage, config.secretKey, clock.now());
+    const metrics = createMetrics();
+    const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
+    const bus: Bus = new MemoryBus();
+    const presence: Presence = new MemoryPresence();
+
+    const events = new EventsService(storage, clock, metrics, {
+      maxEventsPerBatch: config.maxEventsPerBatch,
+    });
+    const sessions = new SessionsService(storage, clock, events, signals);
+    const streams = new StreamsService(storage, clock, sessions, events);
+    const delivery = new CommandDelivery(storage, clock, bus, presence, log, { remoteWaitMs: 2000 });
+    const commands = new CommandsService(storage, clock, delivery, signals);
+    const hub = new RealtimeHub(bus, presence, clock, log, {
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+    });
+    const webhooks = new WebhooksService(storage, clock, config, logger, metrics);
+
+    const services: Services = {
+      config,
+      clock,
+      logger,
+      storage,
+      metrics,
+      signals,
+      bus,
+      presence,
+      tokens: new TokenService(keys, config.publicUrl ?? 'urn:liveline', clock),
+      operator: resolveOperatorToken(config.adminToken, config.dataDir),
+      digestKey: keys.digestKey,
+      events,
+      sessions,
+      streams,
+      delivery,
+      commands,
+      hub,
+      webhooks,
+      outbox: webhooks.outbox,
+      jobs: [],
+      workers: [],
+      async close() {
+        await bus.close();
+        await presence.close();
+        await storage.close();
+      },
+    };
+    wire(services);
+    services.jobs = jobsOf(services);
+    return services;
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}

@@ -1,0 +1,151 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { Batcher } from '../../batcher.ts';
+import type { Bus, BusMessage, Presence, WireCommand } from '../../bus/index.ts';
+import type { Clock } from '../../clock.ts';
+import type { Storage } from '../../storage/index.ts';
+import * as store from './store.ts';
+
+/** What delivery needs of the sockets this process holds (the realtime hub provides it). */
+export interface CommandTransport {
+  /** Writes a `command` frame on the connection; false when that connection is gone. */
+  sendCommand(connectionId: string, command: WireCommand): Promise<boolean>;
+}
+
+/** One device connection held by this process, as delivery tracks it. */
+interface Line {
+  connectionId: string;
+  /** Commands written on this connection (a new connection gets unanswered ones again: at-least-once). */
+  sent: Set<string>;
+  /** Serialises writes, so commands reach the device in the order they were accepted. */
+  chain: Promise<void>;
+}
+
+export interface DeliveryOptions {
+  /** How long an accepted command waits for a process elsewhere to report it written (then: queued). */
+  remoteWaitMs: number;
+}
+
+/**
+ * Command delivery (CONTRACT §3, §9.1): a stored command travels on the bus, itself, to whichever
+ * process holds the device's socket, which writes it in order and records it delivered
+ * (group-committed). A new connection first gets what is pending in the store, then live commands.
+ * The process that accepted the command learns of the delivery through a `delivered` message.
+ */
+export class CommandDelivery {
+  private readonly lines = new Map<string, Line>();
+  /** Commands accepted here whose delivery is awaited: set when a `delivered` message names them. */
+  private readonly waiting = new Map<string, { at: number | null; wake: () => void }>();
+  private readonly marks: Batcher<string, undefined>;
+  private transport: CommandTransport | null = null;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    private readonly bus: Bus,
+    private readonly presence: Presence,
+    private readonly log: FastifyBaseLogger,
+    private readonly options: DeliveryOptions,
+  ) {
+    this.marks = new Batcher(async (ids) => {
+      await store.markDelivered(storage.db, ids, clock.now());
+      return ids.map(() => undefined);
+    });
+    bus.subscribe((message) => this.onBus(message));
+  }
+
+  /** Where commands are written: the sockets of this process. */
+  useTransport(transport: CommandTransport) {
+    this.transport = transport;
+  }
+
+  /**
+   * Sends a stored command towards the device. Resolves with the time it was written to the
+   * device's socket, or null when the device is not connected anywhere (it stays queued).
+   */
+  async deliver(sessionId: string, command: WireCommand): Promise<number | null> {
+    let wake = () => {};
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const wait = { at: null as number | null, wake };
+    this.waiting.set(command.commandId, wait);
+    try {
+      await this.bus.publish({ type: 'command', sessionId, origin: this.bus.nodeId, command });
+      // Written here already, or not connected anywhere: nothing to wait for.
+      if (wait.at !== null || !(await this.presence.connected([sessionId])).has(sessionId)) return wait.at;
+      // Held by another process: wait for its word, briefly.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        woken,
+        new Promise((resolve) => (timer = setTimeout(resolve, this.options.remoteWaitMs))),
+      ]);
+      clearTimeout(timer);
+      return wait.at;
+    } finally {
+      this.waiting.delete(command.commandId);
+    }
+  }
+
+  /** A device connected to this process: it gets every pending command, oldest first. */
+  opened(sessionId: string, connectionId: string): Promise<void> {
+    const line: Line = { connectionId, sent: new Set(), chain: Promise.resolve() };
+    this.lines.set(sessionId, line);
+    return this.enqueue(sessionId, line, async () => {
+      const pending = await store.pendingCommands(this.storage.db, sessionId, this.clock.now());
+      return pending.map((row) => ({
+        commandId: row.command_id,
+        name: row.name,
+        data: JSON.parse(row.data) as unknown,
+        issuedAt: row.issued_at,
+      }));
+    });
+  }
+
+  /** The connection closed: what it was sent but not answered goes again on the next one. */
+  closed(sessionId: string, connectionId: string) {
+    if (this.lines.get(sessionId)?.connectionId === connectionId) this.lines.delete(sessionId);
+  }
+
+  private async onBus(message: BusMessage) {
+    if (message.type === 'command') {
+      const line = this.lines.get(message.sessionId);
+      if (line) await this.enqueue(message.sessionId, line, async () => [message.command]);
+    } else if (message.type === 'delivered') {
+      const at = this.clock.now();
+      for (const id of message.commandIds) {
+        const wait = this.waiting.get(id);
+        if (wait) {
+          wait.at = at;
+          wait.wake();
+        }
+      }
+    }
+  }
+
+  /** Writes commands after everything queued before them on the line; reports them delivered. */
+  private enqueue(sessionId: string, line: Line, commands: () => Promise<WireCommand[]>): Promise<void> {
+    line.chain = line.chain
+      .then(async () => {
+        const fresh = (await commands()).filter((c) => !line.sent.has(c.commandId));
+        if (fresh.length === 0 || !this.transport) return;
+        const written: string[] = [];
+        await Promise.all(
+          fresh.map(async (command) => {
+            line.sent.add(command.commandId);
+            if (await this.transport!.sendCommand(line.connectionId, command))
+              written.push(command.commandId);
+          }),
+        );
+        if (written.length === 0) return;
+        await Promise.all(written.map((id) => this.marks.submit(id)));
+        await this.bus.publish({
+          type: 'delivered',
+          sessionId,
+          origin: this.bus.nodeId,
+          commandIds: written,
+        });
+      })
+      .catch((err) => this.log.warn({ err, sessionId }, 'command delivery failed'));
+    return line.chain;
+  }
+}

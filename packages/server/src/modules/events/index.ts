@@ -1,0 +1,16 @@
+export {
+  CLIENT_EVENT_TYPES,
+  DEFAULT_MAX_EVENTS_PER_BATCH,
+  EventSchema,
+  SERVER_EVENT_TYPES,
+} from './event-types.ts';
+export type { EventRow, IngestResult, StoredGroup, StoredSession } from './ingest.ts';
+export { type EventsPluginOptions, eventsPlugin, type SessionFinder } from './routes.ts';
+export {
+  type EventSession,
+  type EventSource,
+  EventsService,
+  type EventTarget,
+  eventBody,
+  type StoredHook,
+} from './service.ts';

@@ -1,0 +1,2 @@
+export { webhooksRoutes } from './routes.ts';
+export { WebhooksService } from './service.ts';

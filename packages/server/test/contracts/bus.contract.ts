@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Bus, BusMessage, Presence } from '../../src/bus/index.ts';
+
+/**
+ * The behaviour every bus and every presence implementation must have, written once and run against
+ * each (ARCHITECTURE: one contract suite for every bus). A factory returns the nodes of one
+ * deployment: one for the in-memory implementations, several for the ones that join processes.
+ */
+export interface Deployment<T> {
+  nodes: T[];
+  close(): Promise<void>;
+}
+
+/** Resolves when `check` holds, polling; a cross-process bus delivers asynchronously. */
+async function eventually(check: () => boolean, timeoutMs = 2000) {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const close = (sessionId: string, n: number): BusMessage => ({
+  type: 'close',
+  sessionId,
+  code: 4009,
+  reason: `m${n}`,
+});
+
+export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>) {
+  describe(`bus contract: ${name}`, () => {
+    let deployment: Deployment<Bus>;
+    afterEach(async () => deployment?.close());
+
+    it('gives every node its own id', async () => {
+      deployment = await deploy();
+      const ids = deployment.nodes.map((n) => n.nodeId);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const id of ids) expect(id).toMatch(/\S/);
+    });
+
+    it("runs the publishing node's handlers before publish resolves", async () => {
+      deployment = await deploy();
+      for (const node of deployment.nodes) {
+        const seen: BusMessage[] = [];
+        node.subscribe(async (m) => {
+          await new Promise((r) => setTimeout(r, 5));
+          seen.push(m);
+        });
+        const message = close(randomUUID(), 1);
+        await node.publish(message);
+        expect(seen).toContainEqual(message);
+      }
+    });
+
+    it('brings a message from any node to every node, in publish order, to every handler', async () => {
+      deployment = await deploy();
+      const received = deployment.nodes.map(() => [[], []] as BusMessage[][]);
+      deployment.nodes.forEach((node, i) => {
+        node.subscribe((m) => void received[i][0].push(m));
+        node.subscribe((m) => void received[i][1].push(m));
+      });
+      const sessionId = randomUUID();
+      const sent: BusMessage[] = [];
+      for (const node of deployment.nodes) {
+        for (let n = 0; n < 20; n++) {
+          const message = close(sessionId, sent.length);
+          sent.push(message);
+          await node.publish(message);
+        }
+      }
+      await eventually(() => received.every((handlers) => handlers.every((h) => h.length === sent.length)));
+      for (const handlers of received) for (const got of handlers) expect(got).toEqual(sent);
+    });
+
+    it('carries every message type whole', async () => {
+      deployment = await deploy();
+      const [first, last] = [deployment.nodes[0], deployment.nodes[deployment.nodes.length - 1]];
+      const got: BusMessage[] = [];
+      last.subscribe((m) => void got.push(m));
+      const sessionId = randomUUID();
+      const messages: BusMessage[] = [
+        {
+          type: 'command',
+          sessionId,
+          origin: first.nodeId,
+          command: { commandId: randomUUID(), name: 'text', data: 'héllo ✓', issuedAt: 1_700_000_000_000 },
+        },
+        { type: 'delivered', sessionId, origin: first.nodeId, commandIds: [randomUUID(), randomUUID()] },
+        { type: 'takeover', sessionId, connectionId: randomUUID() },
+        { type: 'close', sessionId, code: 4001, reason: 'replaced' },
+      ];
+      for (const m of messages) await first.publish(m);
+      await eventually(() => got.length === messages.length);
+      expect(got).toEqual(messages);
+    });
+
+    it('delivers nothing to a node after it closed', async () => {
+      deployment = await deploy();
+      const node = deployment.nodes[0];
+      const got: BusMessage[] = [];
+      node.subscribe((m) => void got.push(m));
+      await node.close();
+      await node.publish(close(randomUUID(), 1)).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(got).toEqual([]);
+    });
+  });
+}
+
+export function presenceContract(name: string, deploy: () => Promise<Deployment<Presence>>) {
+  describe(`presence contract: ${name}`, () => {
+    let deployment: Deployment<Presence>;
+    afterEach(async () => deployment?.close());
+
+    it('knows a claimed session as connected on every node until it is released', async () => {
+      deployment = await deploy();
+      const [holder] = deployment.nodes;
+      const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+      await holder.claim(a, 'conn-a');
+      await holder.claim(b, 'conn-b');
+      for (const node of deployment.nodes) expect(await node.connected([a, b, c])).toEqual(new Set([a, b]));
+      await holder.release(a, 'conn-a');
+      for (const node of deployment.nodes) expect(await node.connected([a, b, c])).toEqual(new Set([b]));
+    });
+
+    it('ignores a release by a connection that no longer holds the session (a takeover)', async () => {
+      deployment = await deploy();
+      const nodes = deployment.nodes;
+      const last = nodes[nodes.length - 1];
+      const s = randomUUID();
+      await nodes[0].claim(s, 'old');
+      await last.claim(s, 'new');
+      await nodes[0].release(s, 'old');
+      for (const node of nodes) expect(await node.connected([s])).toEqual(new Set([s]));
+      await last.release(s, 'new');
+      for (const node of nodes) expect(await node.connected([s])).toEqual(new Set());
+    });
+
+    it('answers an empty question with an empty set', async () => {
+      deployment = await deploy();
+      expect(await deployment.nodes[0].connected([])).toEqual(new Set());
+    });
+  });
+}
