@@ -23,7 +23,7 @@ export function registerStart(program: Command) {
       if (opts.host !== undefined) overrides.HOST = opts.host;
       if (opts.dataDir !== undefined) overrides.LIVELINE_DATA_DIR = opts.dataDir;
       // Loaded here, not at the top: the admin commands should not pay for loading the whole server.
-      const { runServer } = await import('../main.ts');
+      const { runServer } = await import('./run-server.ts');
       await runServer({ overrides });
     });
 }

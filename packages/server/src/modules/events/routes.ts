@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
@@ -29,10 +29,16 @@ export interface EventsPluginOptions {
   sessions: SessionFinder;
 }
 
-/** Event ingestion (device or tenant) and the tenant's paged event query. */
-export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (root, { events, sessions }) => {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: false });
 
+/** Event ingestion (device or tenant) and the tenant's paged event query. */
+export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (app, options) => {
+  registerIngestion(app, options);
+  registerEventQuery(app, options);
+};
+
+function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPluginOptions) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
   async function ingest(request: FastifyRequest, sessionId: string) {
     const principal = request.principal;
     const session = await sessions.findForPrincipal(principal, sessionId);
@@ -47,7 +53,6 @@ export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (root
     body: EventBatchSchema,
     response: { 200: IngestResultSchema, ...problemResponses(400, 401, 403, 404, 413, 415, 429) },
   });
-  const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: false });
   const auth = { auth: { tenant: 'events:write', device: true } } as const;
 
   for (const url of ['/sessions/:SessionId/Events', '/sessions/:SessionId/events']) {
@@ -73,7 +78,10 @@ export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (root
     },
     async (request) => ingest(request, (request.params as { sessionId: string }).sessionId),
   );
+}
 
+function registerEventQuery(root: FastifyInstance, { events, sessions }: EventsPluginOptions) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/sessions/:SessionId/events',
     {
@@ -123,4 +131,4 @@ export const eventsPlugin: FastifyPluginAsync<EventsPluginOptions> = async (root
       );
     },
   );
-};
+}

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Clock } from '../../clock.ts';
 import { deviceOf, tenantOf } from '../../http/auth.ts';
@@ -39,12 +39,31 @@ export interface SessionsPluginOptions {
   heartbeatIntervalMs: number;
 }
 
-/** Device sessions (start, end) and the tenant's session and cohort queries. */
-export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (root, options) => {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const { sessions, events, clock, publicUrl, heartbeatIntervalMs } = options;
-  app.addSchema(SessionSchema);
+type App = FastifyInstance;
 
+/** Device sessions (start, end) and the tenant's session and cohort queries. */
+export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (app, options) => {
+  app.addSchema(SessionSchema);
+  registerDeviceRoutes(app, options);
+  registerSessionRead(app, options);
+  registerSessionLists(app, options);
+};
+
+const StartBody = Type.Object(
+  { tenantCohortId: Type.Optional(CohortId), device: Type.Optional(DeviceInfo) },
+  { additionalProperties: false, description: 'May be omitted entirely.' },
+);
+const Started = Type.Object({
+  sessionId: Uuid,
+  realtimeUrl: Type.String(),
+  heartbeatIntervalMs: Type.Integer(),
+});
+
+function registerDeviceRoutes(
+  root: App,
+  { sessions, publicUrl, heartbeatIntervalMs }: SessionsPluginOptions,
+) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const wsBase = (request: FastifyRequest) => {
     if (publicUrl) return publicUrl.replace(/^http/, 'ws').replace(/\/$/, '');
     return `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.host}`;
@@ -61,18 +80,8 @@ export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (
       schema: {
         tags: ['device'],
         summary: 'Start a session for the token’s player.',
-        body: Type.Object(
-          { tenantCohortId: Type.Optional(CohortId), device: Type.Optional(DeviceInfo) },
-          { additionalProperties: false, description: 'May be omitted entirely.' },
-        ),
-        response: {
-          201: Type.Object({
-            sessionId: Uuid,
-            realtimeUrl: Type.String(),
-            heartbeatIntervalMs: Type.Integer(),
-          }),
-          ...problemResponses(400, 401, 403, 429),
-        },
+        body: StartBody,
+        response: { 201: Started, ...problemResponses(400, 401, 403, 429) },
       },
     },
     async (request, reply) => {
@@ -104,8 +113,12 @@ export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (
       return sessions.view(await sessions.end(row, 'device'));
     },
   );
+}
 
-  const read = { auth: { tenant: 'sessions:read' } } as const;
+const read = { auth: { tenant: 'sessions:read' } } as const;
+
+function registerSessionRead(root: App, { sessions, events }: SessionsPluginOptions) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
 
   app.get(
     '/sessions/:SessionId',
@@ -138,7 +151,9 @@ export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (
       return sendRawJson(reply, Readable.from(body()));
     },
   );
+}
 
+function registerSessionLists(app: App, { sessions, clock }: SessionsPluginOptions) {
   const sessionsList = (url: string, summary: string, active: boolean, cohort: boolean) =>
     listRoutes(app, {
       url,
@@ -167,4 +182,4 @@ export const sessionsPlugin: FastifyPluginAsync<SessionsPluginOptions> = async (
   sessionsList('/sessions/active', 'Sessions active within the last `minutes` (default 5)', true, false);
   sessionsList('/cohorts/:TenantCohortId/sessions', 'Sessions of a cohort, newest first', false, true);
   sessionsList('/cohorts/:TenantCohortId/active', 'Active sessions of a cohort', true, true);
-};
+}

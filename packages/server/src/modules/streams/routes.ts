@@ -1,4 +1,3 @@
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { deviceOf } from '../../http/auth.ts';
@@ -37,27 +36,14 @@ export interface StreamsPluginOptions {
   sessions: Pick<SessionsService, 'findForDevice' | 'touch'>;
 }
 
-export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (
-  root,
-  { streams, sessions },
-) => {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-
-  /** The device's own live session; each call counts as device contact. */
-  async function ownSession(request: FastifyRequest): Promise<SessionRow> {
-    const { sessionId } = request.params as { sessionId: string };
-    const row = await sessions.findForDevice(deviceOf(request), sessionId);
-    if (!row) throw problems.notFound('session');
-    await sessions.touch(row.session_id);
-    return row;
-  }
-
-  const route = (
-    path: string,
-    summary: string,
-    body: typeof StreamStartBody | typeof EmptyObject,
-    answer: typeof StreamAnswer | typeof RecordingAnswer,
-  ) => ({
+/** The options of one app-initiated route: device auth, no body is `{}`, its answer. */
+function routeOptions(
+  path: string,
+  summary: string,
+  body: typeof StreamStartBody | typeof EmptyObject,
+  answer: typeof StreamAnswer | typeof RecordingAnswer,
+) {
+  return {
     config: { auth: { device: true } } as const,
     // A stop or a record start needs no body: none at all is the same as `{}`.
     preValidation: async (request: FastifyRequest) => {
@@ -71,49 +57,58 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (
       body,
       response: { 200: answer, ...problemResponses(400, 401, 403, 404, 409, 415, 429) },
     },
-  });
+  };
+}
 
-  app.post(
-    '/client/v1/sessions/:sessionId/stream/start',
-    route(
-      'stream/start',
-      'The app started a stream: StreamStarted. 409 `already_streaming` unless the stream is idle.',
-      StreamStartBody,
-      StreamAnswer,
-    ),
-    async (request) => {
-      const { resolution, aspectratio } = request.body as { resolution: number; aspectratio: number };
-      return streams.appStreamStart(await ownSession(request), { resolution, aspectratio });
-    },
+export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (app, { streams, sessions }) => {
+  /** The device's own live session; each call counts as device contact. */
+  async function ownSession(request: FastifyRequest): Promise<SessionRow> {
+    const { sessionId } = request.params as { sessionId: string };
+    const row = await sessions.findForDevice(deviceOf(request), sessionId);
+    if (!row) throw problems.notFound('session');
+    await sessions.touch(row.session_id);
+    return row;
+  }
+  const route = (
+    path: string,
+    summary: string,
+    body: typeof StreamStartBody | typeof EmptyObject,
+    answer: typeof StreamAnswer | typeof RecordingAnswer,
+    act: (session: SessionRow, body: { resolution: number; aspectratio: number }) => Promise<unknown>,
+  ) =>
+    app.post(
+      `/client/v1/sessions/:sessionId/${path}`,
+      routeOptions(path, summary, body, answer),
+      async (request) =>
+        act(await ownSession(request), request.body as { resolution: number; aspectratio: number }),
+    );
+
+  route(
+    'stream/start',
+    'The app started a stream: StreamStarted. 409 `already_streaming` unless the stream is idle.',
+    StreamStartBody,
+    StreamAnswer,
+    (session, { resolution, aspectratio }) => streams.appStreamStart(session, { resolution, aspectratio }),
   );
-  app.post(
-    '/client/v1/sessions/:sessionId/stream/stop',
-    route(
-      'stream/stop',
-      'The app stopped its stream: StreamStopped (`reason: "app"`); a recording stops with it. 409 `not_streaming`.',
-      EmptyObject,
-      StreamAnswer,
-    ),
-    async (request) => streams.appStreamStop(await ownSession(request)),
+  route(
+    'stream/stop',
+    'The app stopped its stream: StreamStopped (`reason: "app"`); a recording stops with it. 409 `not_streaming`.',
+    EmptyObject,
+    StreamAnswer,
+    (session) => streams.appStreamStop(session),
   );
-  app.post(
-    '/client/v1/sessions/:sessionId/record/start',
-    route(
-      'record/start',
-      'The app started recording its stream: RecordingStarted. 409 `not_streaming` / `already_recording`.',
-      EmptyObject,
-      RecordingAnswer,
-    ),
-    async (request) => streams.appRecordStart(await ownSession(request)),
+  route(
+    'record/start',
+    'The app started recording its stream: RecordingStarted. 409 `not_streaming` / `already_recording`.',
+    EmptyObject,
+    RecordingAnswer,
+    (session) => streams.appRecordStart(session),
   );
-  app.post(
-    '/client/v1/sessions/:sessionId/record/stop',
-    route(
-      'record/stop',
-      'The app stopped recording: RecordingStopped. 409 `not_recording`.',
-      EmptyObject,
-      RecordingAnswer,
-    ),
-    async (request) => streams.appRecordStop(await ownSession(request)),
+  route(
+    'record/stop',
+    'The app stopped recording: RecordingStopped. 409 `not_recording`.',
+    EmptyObject,
+    RecordingAnswer,
+    (session) => streams.appRecordStop(session),
   );
 };

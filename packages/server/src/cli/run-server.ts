@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { type Config, ConfigError, loadConfig } from './config.ts';
-import { createLogger, type RunningServer, startServer } from './server.ts';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { createLogger, type RunningServer, startServer } from '../server.ts';
 
 /** Exit codes of `liveline start`. */
 export const EXIT_OK = 0;
