@@ -19,7 +19,7 @@ import { realtimeRoutes } from './modules/realtime/routes.ts';
 import { rewardsRoutes } from './modules/rewards/routes.ts';
 import { sessionsRoutes } from './modules/sessions/routes.ts';
 import { streamsRoutes } from './modules/streams/routes.ts';
-import { webhooksRoutes } from './modules/webhooks/routes.ts';
+import { webhooksPlugin } from './modules/webhooks/index.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -172,6 +172,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(commandsRoutes, { ctx });
   await app.register(realtimeRoutes, { ctx });
   await app.register(rewardsRoutes, { ctx });
-  await app.register(webhooksRoutes, { ctx });
+  await app.register(webhooksPlugin, { webhooks: ctx.webhooks });
   return app;
 }

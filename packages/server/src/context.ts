@@ -9,7 +9,7 @@ import type { CommandsService } from './modules/commands/service.ts';
 import type { EventsService } from './modules/events/service.ts';
 import type { SessionsService } from './modules/sessions/service.ts';
 import type { StreamsService } from './modules/streams/service.ts';
-import type { WebhooksService } from './modules/webhooks/service.ts';
+import type { WebhooksService } from './modules/webhooks/index.ts';
 import type { Outbox } from './outbox.ts';
 import type { Signals } from './signals.ts';
 import type { Storage } from './storage/index.ts';

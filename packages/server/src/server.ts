@@ -6,14 +6,16 @@ import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { createMetrics } from './http/metrics.ts';
+import { Scheduler } from './jobs.ts';
 import { loadServerKeys } from './modules/auth/keys.ts';
 import { resolveOperatorToken } from './modules/auth/operator.ts';
+import { findTenant } from './modules/auth/store.ts';
 import { TokenService } from './modules/auth/tokens.ts';
 import { CommandsService } from './modules/commands/service.ts';
 import { EventsService } from './modules/events/service.ts';
 import { SessionsService } from './modules/sessions/service.ts';
 import { StreamsService } from './modules/streams/service.ts';
-import { WebhooksService } from './modules/webhooks/service.ts';
+import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
 import { Signals } from './signals.ts';
 import { openStorage } from './storage/index.ts';
 
@@ -23,6 +25,35 @@ export interface RunningServer {
   /** Base URL the server listens on, e.g. http://127.0.0.1:8080 */
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * Every stored event becomes a `session.event` for the tenant's endpoints, in its own (group-commit)
+ * transaction, with its session's cohort. Only the events of tenants with such an endpoint are looked at.
+ */
+function recordEventsForWebhooks(
+  events: EventsService,
+  sessions: SessionsService,
+  webhooks: WebhooksService,
+) {
+  events.writer.addTransactionHook(async (trx, group) => {
+    if (group.inserted.length === 0) return;
+    const taking = await webhooks.outbox.tenantsTakingEvents(trx, group.tenants.values());
+    if (taking.size === 0) return;
+    const rows = group.inserted.filter((r) => taking.has(group.tenants.get(r.session_id) ?? ''));
+    if (rows.length === 0) return;
+    const cohorts = await sessions.cohortsOf(trx, [...new Set(rows.map((r) => r.session_id))]);
+    await webhooks.outbox.recordStoredEvents(
+      trx,
+      rows.map((r) => ({
+        tenantId: group.tenants.get(r.session_id) ?? '',
+        tenantCohortId: cohorts.get(r.session_id) ?? null,
+        eventType: r.event_type,
+        receivedAt: r.received_at,
+        body: r.body,
+      })),
+    );
+  });
 }
 
 export function createLogger(level: string): Logger {
@@ -59,7 +90,15 @@ export async function startServer(
     const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
     const sessions = new SessionsService(storage, clock, events, signals);
     const bus = new MemoryBus();
-    const webhooks = new WebhooksService(storage, clock, config, logger, metrics, events, sessions);
+    const webhooks = createWebhooks({
+      storage,
+      clock,
+      config,
+      logger,
+      metrics,
+      tenants: { tenantExists: async (tenantId) => (await findTenant(storage, tenantId)) !== null },
+    });
+    recordEventsForWebhooks(events, sessions, webhooks);
     const ctx: AppContext = {
       config,
       storage,
@@ -79,11 +118,19 @@ export async function startServer(
       webhooks,
     };
     const app = await buildApp(ctx);
+    const scheduler = new Scheduler(webhooks.jobs(), (err, job) => logger.error({ err, job }, 'job failed'));
+    const workers = webhooks.workers();
+    // preClose: before storage closes (onClose hooks run last-registered first, and storage's is last).
+    app.addHook('preClose', async () => {
+      await Promise.all([scheduler.stop(), ...workers.map((w) => w.stop())]);
+    });
     app.addHook('onClose', async () => {
       await bus.close();
       await storage.close();
     });
     await app.listen({ port: config.port, host: config.host });
+    for (const worker of workers) worker.start();
+    scheduler.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
