@@ -19,7 +19,7 @@ import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsRoutes } from './modules/rewards/index.ts';
 import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
-import { webhooksRoutes } from './modules/webhooks/index.ts';
+import { webhooksPlugin } from './modules/webhooks/index.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -187,6 +187,6 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(commandsPlugin, { commands, sessions });
   await app.register(realtimePlugin, { hub, sessions });
   await app.register(rewardsRoutes, { ctx });
-  await app.register(webhooksRoutes, { ctx });
+  await app.register(webhooksPlugin, { webhooks: services.webhooks });
   return app;
 }

@@ -7,6 +7,7 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
 import {
+  findTenant,
   loadServerKeys,
   type OperatorToken,
   resolveOperatorToken,
@@ -17,7 +18,7 @@ import { EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
 import { SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
-import { WebhooksService } from './modules/webhooks/index.ts';
+import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
 import type { Outbox } from './outbox.ts';
 import { Signals } from './signals.ts';
 import { openStorage, type Storage } from './storage/index.ts';
@@ -78,7 +79,14 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     const hub = new RealtimeHub(bus, presence, clock, log, {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
-    const webhooks = new WebhooksService(storage, clock, config, logger, metrics);
+    const webhooks = createWebhooks({
+      storage,
+      clock,
+      config,
+      logger,
+      metrics,
+      tenants: { tenantExists: async (tenantId) => Boolean(await findTenant(storage, tenantId)) },
+    });
 
     const services: Services = {
       config,
@@ -101,7 +109,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       webhooks,
       outbox: webhooks.outbox,
       jobs: [],
-      workers: [],
+      workers: webhooks.workers(),
       async close() {
         await bus.close();
         await presence.close();

@@ -9,6 +9,8 @@ export interface Job {
   name: string;
   /** Pause between the end of one run and the start of the next. */
   everyMs: number;
+  /** Run once as soon as the scheduler starts (a job a frequently restarted process would otherwise never reach). */
+  runAtStart?: boolean;
   run(): Promise<unknown>;
 }
 
@@ -27,7 +29,7 @@ export class Scheduler {
 
   start() {
     this.stopped = false;
-    for (const job of this.jobs) this.schedule(job);
+    for (const job of this.jobs) this.schedule(job, job.runAtStart ? 0 : job.everyMs);
   }
 
   /** Stops scheduling and waits for runs under way. */
@@ -38,7 +40,7 @@ export class Scheduler {
     await Promise.allSettled([...this.running]);
   }
 
-  private schedule(job: Job) {
+  private schedule(job: Job, delayMs = job.everyMs) {
     if (this.stopped) return;
     const timer = setTimeout(() => {
       const run = job
@@ -49,7 +51,7 @@ export class Scheduler {
           this.schedule(job);
         });
       this.running.add(run);
-    }, job.everyMs);
+    }, delayMs);
     timer.unref();
     this.timers.set(job.name, timer);
   }
@@ -63,7 +65,7 @@ export interface Worker {
 }
 
 /** Every periodic job of a server process. */
-export function jobsOf({ config, sessions, streams, commands, hub, presence }: Services): Job[] {
+export function jobsOf({ config, sessions, streams, commands, hub, presence, webhooks }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
   const graceMs = config.streamGraceS * 1000;
   return [
@@ -83,5 +85,7 @@ export function jobsOf({ config, sessions, streams, commands, hub, presence }: S
     { name: 'commands.expiry', everyMs: config.commandSweepIntervalMs, run: () => commands.sweepExpired() },
     // Server pings find dead device sockets.
     { name: 'realtime.ping', everyMs: config.heartbeatIntervalMs, run: async () => hub.pingAll() },
+    // Finished webhook deliveries past retention are deleted.
+    ...webhooks.jobs(),
   ];
 }

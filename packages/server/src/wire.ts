@@ -1,6 +1,7 @@
 import type { Services } from './compose.ts';
 import { CLOSE } from './modules/realtime/index.ts';
 import { eventSession } from './modules/sessions/index.ts';
+import type { StoredEvent } from './modules/webhooks/index.ts';
 
 /**
  * Every hook, signal and decorator that joins the modules, in one place. It reads as the two flows.
@@ -79,13 +80,19 @@ export function wire(s: Services) {
   // --- an event batch -------------------------------------------------------------------------------
   events.resolveStreamWith((sessionId) => streams.currentStreamId(sessionId));
   events.onStored((trx, group) => sessions.touchAll(trx, group.contacts));
-  events.onStored((trx, group) =>
-    webhooks.outbox.onEventsStored(
-      trx,
-      { inserted: group.inserted, tenants: new Map([...group.sessions].map(([id, x]) => [id, x.tenantId])) },
-      async (_db, ids) => new Map(ids.map((id) => [id, group.sessions.get(id)?.tenantCohortId ?? null])),
-    ),
-  );
+  events.onStored(async (trx, group) => {
+    const tenants = new Set([...group.sessions.values()].map((session) => session.tenantId));
+    // Tenants without an endpoint for session events cost a cache lookup, not a query.
+    const taking = await webhooks.outbox.tenantsTakingEvents(trx, tenants);
+    if (taking.size === 0) return;
+    const stored: StoredEvent[] = [];
+    for (const row of group.inserted) {
+      const session = group.sessions.get(row.session_id)!;
+      if (!taking.has(session.tenantId)) continue;
+      stored.push({ ...session, eventType: row.event_type, receivedAt: row.received_at, body: row.body });
+    }
+    await webhooks.outbox.recordStoredEvents(trx, stored);
+  });
   // A device's SessionEnd event is the session's end (no second SessionEnd is emitted).
   events.onSessionEndEvent(async (session, reason) => {
     const row = await sessions.findForTenant(session.tenantId, session.sessionId);

@@ -4,6 +4,7 @@ import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { WebhookConfig } from '../../config.ts';
+import type { Worker } from '../../jobs.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import { afterFailure } from './schedule.ts';
@@ -29,8 +30,6 @@ const ENDPOINT_LIST_TTL_MS = 2000;
  * transaction had not committed yet). */
 const EXPECT_WINDOW_MS = 2000;
 const EXPECT_RETRY_MS = 20;
-const PURGE_INTERVAL_MS = 10 * 60 * 1000;
-const PURGE_BATCH = 5000;
 /** Most claimed deliveries a process holds per in-flight slot (queued behind the attempts in flight). */
 const MAX_BUFFER_FACTOR = 4;
 
@@ -64,8 +63,12 @@ const claimOf = (h: Held) => ({ deliveryId: h.delivery.delivery_id, claimId: h.d
  * endpoint and `concurrency` overall are in flight, so a receiver that hangs holds its own slots,
  * never another endpoint's. A claim takes a few deliveries per slot at once (so one query serves
  * many attempts), no more than the lease allows to wait behind attempts that time out.
+ *
+ * A `Worker` (src/jobs.ts): it paces itself (polls, and is nudged by new rows), and whoever runs the
+ * process starts it and stops it before storage closes.
  */
-export class Dispatcher {
+export class Dispatcher implements Worker {
+  readonly name = 'webhooks.dispatcher';
   private readonly queues = new Map<string, Held[]>();
   /** Claimed and not settled (queued or in flight), overall and per endpoint. */
   private held = 0;
@@ -87,8 +90,6 @@ export class Dispatcher {
   private expectUntil = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
-  private lastPurge = 0;
-  private purging = false;
   private readonly stop$ = new AbortController();
   private readonly settle: Batcher<Settled, undefined>;
 
@@ -124,7 +125,6 @@ export class Dispatcher {
     this.stopped = false;
     const poll = () => {
       this.wake();
-      void this.purgeIfDue();
       this.pollTimer = setTimeout(poll, this.config.pollMs);
       this.pollTimer.unref();
     };
@@ -160,7 +160,6 @@ export class Dispatcher {
         'could not hand back queued webhook deliveries; they are due when their lease ends',
       );
     }
-    while (this.purging) await new Promise((r) => setTimeout(r, 10));
     await this.sender.close();
   }
 
@@ -446,27 +445,6 @@ export class Dispatcher {
         'webhook endpoint disabled: nothing but failures',
       );
       this.onDisabled(e.tenant_id, e.webhook_id);
-    }
-  }
-
-  /** Retention: finished deliveries older than `retentionDays` go, in small batches, every few minutes. */
-  private async purgeIfDue() {
-    if (this.purging || (this.lastPurge !== 0 && performance.now() - this.lastPurge < PURGE_INTERVAL_MS))
-      return;
-    this.purging = true;
-    this.lastPurge = performance.now();
-    try {
-      const before = store.uuidv7Floor(this.clock.now() - this.config.retentionDays * 86400_000);
-      let purged = 0;
-      for (let n = PURGE_BATCH; n === PURGE_BATCH && !this.stopped; ) {
-        n = await store.purgeFinished(this.storage.db, before, PURGE_BATCH);
-        purged += n;
-      }
-      if (purged > 0) this.logger.info({ purged }, 'old webhook deliveries deleted');
-    } catch (err) {
-      if (!this.stopped) this.logger.error({ err }, 'webhook retention purge failed');
-    } finally {
-      this.purging = false;
     }
   }
 }

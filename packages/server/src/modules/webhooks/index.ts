@@ -1,2 +1,9 @@
-export { webhooksRoutes } from './routes.ts';
-export { WebhooksService } from './service.ts';
+// The face of the webhooks module: everything outside it imports from here only.
+export type { StoredEvent, WebhookOutbox } from './outbox.ts';
+export { type WebhooksPluginOptions, webhooksPlugin } from './routes/plugin.ts';
+export {
+  createWebhooks,
+  type TenantDirectory,
+  type WebhooksDeps,
+  WebhooksService,
+} from './service.ts';

@@ -2,13 +2,6 @@ import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { EventRow } from '../events/index.ts';
-
-interface StoredGroup {
-  inserted: EventRow[];
-  tenants: Map<string, string>;
-}
-
 import { type EndpointCache, type EndpointFilter, matches } from './endpoint-cache.ts';
 import { insertDeliveries } from './store.ts';
 
@@ -33,7 +26,20 @@ export function deliveryValues(
 
 const wantsEvents = (e: EndpointFilter) => e.types === null || e.types.has('session.event');
 
-type CohortsOf = (db: Kysely<Database>, sessionIds: string[]) => Promise<Map<string, string | null>>;
+/**
+ * One event as the events module stored it, with its session's cohort: what a `session.event`
+ * message is made of. The events module supplies it from its ingestion transaction.
+ */
+export interface StoredEvent {
+  tenantId: string;
+  /** The cohort of the event's session (null: none); it joins the stored event in the message's data. */
+  tenantCohortId: string | null;
+  eventType: string;
+  /** When the server stored the event (unix ms): the message's `timestamp`. */
+  receivedAt: number;
+  /** The event's JSON object exactly as stored. */
+  body: string;
+}
 
 /**
  * The transactional outbox (CONTRACT §6): one delivery row per matching enabled endpoint, written
@@ -41,6 +47,12 @@ type CohortsOf = (db: Kysely<Database>, sessionIds: string[]) => Promise<Map<str
  * costs no query and no write.
  */
 export class WebhookOutbox implements Outbox {
+  /** The last endpoint lookup of each transaction. */
+  private readonly looked = new WeakMap<
+    Kysely<Database>,
+    { asked: ReadonlySet<string>; wanted: Map<string, EndpointFilter[]> }
+  >();
+
   constructor(
     private readonly storage: Storage,
     private readonly cache: EndpointCache,
@@ -66,49 +78,69 @@ export class WebhookOutbox implements Outbox {
   }
 
   /**
-   * The ingestion transaction hook: a `session.event` for every stored event, its data the event as
-   * stored plus the session's `tenantCohortId`.
+   * Which of these tenants take `session.event` messages (an enabled endpoint whose filters allow
+   * them). Only their events need to be passed to `recordStoredEvents`: the caller can skip building
+   * the others (and looking up their cohorts). Costs a map lookup per tenant while the cache holds
+   * them; reads through `trx` otherwise.
    */
-  async onEventsStored(trx: Kysely<Database>, group: StoredGroup, cohortsOf: CohortsOf): Promise<void> {
-    if (group.inserted.length === 0) return;
-    // The hot path: every tenant of the group in the cache, none with an endpoint for session events.
+  async tenantsTakingEvents(trx: Kysely<Database>, tenantIds: Iterable<string>): Promise<Set<string>> {
+    return new Set((await this.eventEndpoints(trx, tenantIds)).keys());
+  }
+
+  /** The endpoints taking `session.event` of those tenants that have any. */
+  private async eventEndpoints(trx: Kysely<Database>, tenantIds: Iterable<string>) {
+    const ids = new Set(tenantIds);
+    // `tenantsTakingEvents` then `recordStoredEvents` in one transaction read the endpoints once,
+    // even when the cache keeps nothing (a TTL of 0).
+    const seen = this.looked.get(trx);
+    if (seen && [...ids].every((id) => seen.asked.has(id))) return seen.wanted;
+    const wanted = new Map<string, EndpointFilter[]>();
+    this.looked.set(trx, { asked: ids, wanted });
+    // The hot path: every tenant in the cache, none with an endpoint for session events.
     let unknownOrWanted = false;
-    for (const tenantId of group.tenants.values()) {
+    for (const tenantId of ids) {
       const hit = this.cache.peek(tenantId);
       if (hit === undefined || hit.some(wantsEvents)) {
         unknownOrWanted = true;
         break;
       }
     }
-    if (!unknownOrWanted) return;
-    const endpoints = await this.cache.get(trx, new Set(group.tenants.values()));
-    const wanted = new Map<string, EndpointFilter[]>();
-    for (const [tenantId, list] of endpoints) {
+    if (!unknownOrWanted) return wanted;
+    for (const [tenantId, list] of await this.cache.get(trx, ids)) {
       const forEvents = list.filter(wantsEvents);
       if (forEvents.length > 0) wanted.set(tenantId, forEvents);
     }
-    if (wanted.size === 0) return;
+    return wanted;
+  }
 
-    const rows = group.inserted.filter((r) => wanted.has(group.tenants.get(r.session_id) ?? ''));
-    if (rows.length === 0) return;
-    const cohorts = await cohortsOf(trx, [...new Set(rows.map((r) => r.session_id))]);
+  /**
+   * The ingestion side of the outbox, called in the transaction that stores the events: a
+   * `session.event` for every stored event whose tenant has a matching endpoint, its data the event
+   * as stored plus the session's `tenantCohortId`.
+   */
+  async recordStoredEvents(trx: Kysely<Database>, events: readonly StoredEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const wanted = await this.eventEndpoints(
+      trx,
+      events.map((e) => e.tenantId),
+    );
+    if (wanted.size === 0) return;
     const now = this.now();
     const iso = new Map<number, string>();
     const values: unknown[][] = [];
-    for (const r of rows) {
-      const tenantId = group.tenants.get(r.session_id)!;
-      const targets = wanted.get(tenantId)!.filter((e) => matches(e, 'session.event', r.event_type));
+    for (const e of events) {
+      const targets = (wanted.get(e.tenantId) ?? []).filter((t) => matches(t, 'session.event', e.eventType));
       if (targets.length === 0) continue;
-      let at = iso.get(r.received_at);
+      let at = iso.get(e.receivedAt);
       if (at === undefined) {
-        at = new Date(r.received_at).toISOString();
-        iso.set(r.received_at, at);
+        at = new Date(e.receivedAt).toISOString();
+        iso.set(e.receivedAt, at);
       }
       // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise.
-      const data = `${r.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(cohorts.get(r.session_id) ?? null)}}`;
+      const data = `${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}`;
       const payload = messageBody('session.event', at, data);
-      for (const e of targets) {
-        values.push(deliveryValues(e.webhookId, tenantId, 'session.event', r.event_type, payload, now));
+      for (const t of targets) {
+        values.push(deliveryValues(t.webhookId, e.tenantId, 'session.event', e.eventType, payload, now));
       }
     }
     await this.write(trx, values);

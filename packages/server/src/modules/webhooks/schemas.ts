@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { StringEnum, Uuid } from '../../http/schemas.ts';
-import { CLIENT_EVENT_TYPES, SERVER_EVENT_TYPES } from '../events/event-types.ts';
+import { CLIENT_EVENT_TYPES, SERVER_EVENT_TYPES } from '../events/index.ts';
 
 export const MESSAGE_TYPES = ['session.event', 'reward.claimed', 'reward.verified'] as const;
 export const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES] as const;

@@ -1,19 +1,26 @@
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
-import type { Config } from '../../config.ts';
-import type { Metrics } from '../../http/metrics.ts';
+import type { WebhookConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
+import type { Job, Worker } from '../../jobs.ts';
 import type { Storage } from '../../storage/index.ts';
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
 import { createWebhookMetrics } from './metrics.ts';
 import { WebhookOutbox } from './outbox.ts';
+import { retentionJob } from './retention.ts';
 import { MAX_URL_LENGTH } from './schemas.ts';
 import { WebhookSender } from './sender.ts';
 import { generateSecret } from './signing.ts';
 import * as store from './store.ts';
+
+/** What webhooks needs to know of tenants (the auth module has them): the operator routes name one. */
+export interface TenantDirectory {
+  tenantExists(tenantId: string): Promise<boolean>;
+}
 
 /** How long the secret before a rotation keeps signing (CONTRACT §6: 24 h, both signatures sent). */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -67,47 +74,93 @@ function deliveryView(row: store.DeliveryRow, attempts: store.AttemptRow[]) {
   };
 }
 
+export interface WebhooksDeps {
+  storage: Storage;
+  clock: Clock;
+  config: { webhooks: WebhookConfig };
+  logger: Logger;
+  /** The server's registry: the webhook metrics join it. */
+  metrics: { registry: Registry };
+  tenants: TenantDirectory;
+}
+
+/**
+ * Builds the webhooks module: its service, outbox, dispatcher (a `Worker`) and retention job. Nothing
+ * starts here; the caller runs `workers()` and `jobs()`, and calls `outbox.recordStoredEvents` from
+ * the events module's ingestion transaction.
+ */
+export function createWebhooks(deps: WebhooksDeps): WebhooksService {
+  const { storage, clock, logger, tenants } = deps;
+  const config = deps.config.webhooks;
+  const cache = new EndpointCache(config.endpointCacheTtlMs);
+  const metrics = createWebhookMetrics(
+    deps.metrics.registry,
+    () => store.outboxStats(storage.db),
+    () => clock.now(),
+  );
+  const sender = new WebhookSender({
+    allowPrivate: config.allowPrivate,
+    timeoutMs: config.timeoutMs,
+    connectionsPerOrigin: config.endpointConcurrency,
+  });
+  // Endpoints the dispatcher disabled: the outbox stops writing for them at once.
+  const disabled = (tenantId: string) => {
+    cache.invalidate(tenantId);
+    dispatcher.endpointsChanged();
+  };
+  const dispatcher = new Dispatcher(storage, clock, config, sender, metrics, logger, disabled);
+  const outbox = new WebhookOutbox(
+    storage,
+    cache,
+    () => clock.now(),
+    () => dispatcher.nudge(),
+  );
+  const retention = retentionJob(storage, clock, config, logger);
+  return new WebhooksService({ storage, clock, config, tenants, cache, outbox, dispatcher, retention });
+}
+
+interface WebhooksParts {
+  storage: Storage;
+  clock: Clock;
+  config: WebhookConfig;
+  tenants: TenantDirectory;
+  cache: EndpointCache;
+  outbox: WebhookOutbox;
+  dispatcher: Dispatcher;
+  retention: Job;
+}
+
 /** Webhook endpoints, their outbox and dispatcher, and the delivery log (CONTRACT §6). */
 export class WebhooksService {
+  /** Where other modules write their messages (`Outbox`), and where stored events are recorded. */
   readonly outbox: WebhookOutbox;
+  private readonly storage: Storage;
+  private readonly clock: Clock;
+  private readonly config: WebhookConfig;
+  private readonly tenants: TenantDirectory;
   private readonly cache: EndpointCache;
   private readonly dispatcher: Dispatcher;
-  private readonly config: Config['webhooks'];
+  private readonly retention: Job;
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly clock: Clock,
-    config: Config,
-    logger: Logger,
-    metrics: Metrics,
-  ) {
-    this.config = config.webhooks;
-    this.cache = new EndpointCache(this.config.endpointCacheTtlMs);
-    const webhookMetrics = createWebhookMetrics(
-      metrics.registry,
-      () => store.outboxStats(storage.db),
-      () => clock.now(),
-    );
-    const sender = new WebhookSender({
-      allowPrivate: this.config.allowPrivate,
-      timeoutMs: this.config.timeoutMs,
-      connectionsPerOrigin: this.config.endpointConcurrency,
-    });
-    this.dispatcher = new Dispatcher(
-      storage,
-      clock,
-      this.config,
-      sender,
-      webhookMetrics,
-      logger,
-      (tenantId) => this.changed(tenantId),
-    );
-    this.outbox = new WebhookOutbox(
-      storage,
-      this.cache,
-      () => clock.now(),
-      () => this.dispatcher.nudge(),
-    );
+  constructor(parts: WebhooksParts) {
+    this.storage = parts.storage;
+    this.clock = parts.clock;
+    this.config = parts.config;
+    this.tenants = parts.tenants;
+    this.cache = parts.cache;
+    this.outbox = parts.outbox;
+    this.dispatcher = parts.dispatcher;
+    this.retention = parts.retention;
+  }
+
+  /** The dispatcher, which sends due deliveries: start it with the process, stop it before storage closes. */
+  workers(): Worker[] {
+    return [this.dispatcher];
+  }
+
+  /** Retention of finished deliveries. */
+  jobs(): Job[] {
+    return [this.retention];
   }
 
   private changed(tenantId: string) {
@@ -115,12 +168,10 @@ export class WebhooksService {
     this.dispatcher.endpointsChanged();
   }
 
-  start() {
-    this.dispatcher.start();
-  }
-
-  stop() {
-    return this.dispatcher.stop();
+  /** The operator routes' tenant: 404 when there is none. */
+  async requireTenant(tenantId: string): Promise<string> {
+    if (!(await this.tenants.tenantExists(tenantId))) throw problems.notFound('tenant');
+    return tenantId;
   }
 
   /** Refuses URLs that are not http(s), carry credentials, or reach a non-public address. */
