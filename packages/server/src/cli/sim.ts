@@ -1,4 +1,5 @@
 import {
+  AspectRatio,
   type CameraSettings,
   CameraView,
   type CommandValue,
@@ -6,9 +7,10 @@ import {
   LivelineDevice,
   LookType,
   type RealtimeCommand,
+  Resolution,
 } from '@liveline/client';
+import { ASPECT_RATIO_LABELS, RESOLUTION_LABELS } from '@liveline/protocol';
 import { type Command, InvalidArgumentError } from 'commander';
-import { ASPECT_RATIOS, RESOLUTIONS } from '../modules/commands/catalogue.ts';
 import { serverUrl } from './admin-client.ts';
 import { CliError } from './errors.ts';
 
@@ -234,7 +236,10 @@ async function startHeadset(url: string, tenantToken: string, n: number, opts: S
 
 /** An app-initiated stream of the given length (spec rule 3: streams may start inside the app). */
 async function streamFor({ label, sessionId, device }: Headset, seconds: number): Promise<void> {
-  const { streamingSessionId } = await device.startStream({ resolution: 2, aspectratio: 0 });
+  const { streamingSessionId } = await device.startStream({
+    resolution: Resolution.P1080,
+    aspectratio: AspectRatio.R16x9,
+  });
   out(`${sessionId} ${label}  streaming ${streamingSessionId} for ${seconds} s`);
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   await device.stopStream();
@@ -275,7 +280,7 @@ function wire({ label, sessionId, device }: Headset): void {
   device.onCamera((controls, cmd) => say(`camera ${formatCamera(controls)}${tag(cmd)}`));
   device.onStreamStart((req, cmd) =>
     say(
-      `stream.start ${RESOLUTIONS[req.resolution]} ${ASPECT_RATIOS[req.aspectratio]} ` +
+      `stream.start ${RESOLUTION_LABELS[req.resolution]} ${ASPECT_RATIO_LABELS[req.aspectratio]} ` +
         `stream ${req.streamingSessionId}${tag(cmd)}`,
     ),
   );

@@ -1,5 +1,12 @@
 import type { FieldError } from '../../http/problem.ts';
-import { BUILT_IN_COMMANDS, CAMERA_CONTROLS, LIMITS, SERVER_COMMANDS, VARIABLE_TYPES } from './catalogue.ts';
+import {
+  CAMERA_CONTROLS,
+  type CameraControlSpec,
+  isCameraControlName,
+  LIMITS,
+  RESERVED_COMMAND_NAMES,
+  VARIABLE_TYPES,
+} from './catalogue.ts';
 
 /**
  * Rules of the generic command envelope (CONTRACT §3) that a JSON schema cannot say: the camera
@@ -17,7 +24,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 const FLOAT_TEXT = /^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
 const INT_TEXT = /^-?\d+$/;
 const COMMAND_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-const RESERVED = new Set<string>([...BUILT_IN_COMMANDS, ...SERVER_COMMANDS]);
+const RESERVED: ReadonlySet<string> = new Set(RESERVED_COMMAND_NAMES);
 
 function unknownKeys(obj: Record<string, unknown>, allowed: string[], base: string): FieldError[] {
   return Object.keys(obj)
@@ -47,11 +54,11 @@ function cameraErrors(data: unknown): FieldError[] {
       errors.push({ path: `${at}.name`, message: 'must be string' });
       return;
     }
-    const spec = CAMERA_CONTROLS[name];
-    if (!Object.hasOwn(CAMERA_CONTROLS, name) || !spec) {
+    if (!isCameraControlName(name)) {
       errors.push({ path: `${at}.name`, message: `must be one of ${allowed.join(', ')}` });
       return;
     }
+    const spec: CameraControlSpec = CAMERA_CONTROLS[name];
     if (seen.has(name)) errors.push({ path: `${at}.name`, message: `repeats ${name}` });
     seen.add(name);
     if (typeof value !== 'string') {
@@ -68,7 +75,7 @@ function cameraErrors(data: unknown): FieldError[] {
     } else if (n < spec.min || n > spec.max) {
       const names = spec.values
         ? ` (${Object.entries(spec.values)
-            .map(([k, v]) => `${k} ${v}`)
+            .map(([label, value]) => `${value} ${label}`)
             .join(', ')})`
         : '';
       errors.push({ path: `${at}.value`, message: `must be between ${spec.min} and ${spec.max}${names}` });

@@ -1,252 +1,35 @@
 /**
- * TypeBox schemas of the events a client may send (CONTRACT §5) and of the events the server emits itself
- * (CONTRACT §2). The per-type client schemas are compiled once by `validation.ts`, which dispatches on
- * `eventType`; the `EventSchema` union and `EventBatchSchema` exist for the OpenAPI document only.
- *
- * Rules that a static schema cannot express (timestamp not more than 24 h ahead of the server clock,
- * `sessionId` equal to the path's) are checked in `validation.ts`.
+ * The event types of CONTRACT §2 and §5 live in `@liveline/protocol`; this module takes them from
+ * there. `validation.ts` compiles one validator per client type from these schemas, and the routes
+ * publish `EventSchema`/`EventBatchSchema` in /openapi.json.
  */
-import { type TSchema, Type } from 'typebox';
-
-/** Client-sendable event types, in contract order. */
-export const CLIENT_EVENT_TYPES = [
-  'Custom',
-  'Health',
-  'Progression',
-  'Business',
-  'Resource',
-  'Design',
-  'Error',
-  'Impression',
-  'Screenshot',
-  'SessionEnd',
-] as const;
-export type ClientEventType = (typeof CLIENT_EVENT_TYPES)[number];
-
-/** Event types only the server emits; a client sending one gets 400 `validation_failed`. */
-export const SERVER_EVENT_TYPES = [
-  'StreamStarted',
-  'StreamStopped',
-  'RecordingStarted',
-  'RecordingStopped',
-] as const;
-export type ServerEventType = (typeof SERVER_EVENT_TYPES)[number];
-
-/** 2000-01-01T00:00:00Z: the earliest accepted event timestamp. */
-export const MIN_EVENT_TIMESTAMP = 946_684_800_000;
-/** How far ahead of the server clock an event timestamp may be. */
-export const MAX_EVENT_FUTURE_MS = 24 * 60 * 60 * 1000;
-/** Default (and documented) batch size; the live limit is `config.maxEventsPerBatch`. */
-export const DEFAULT_MAX_EVENTS_PER_BATCH = 1000;
-
-export const MAX_EVENT_STRING_LENGTH = 1024;
-export const MAX_ERROR_MESSAGE_LENGTH = 8192;
-
-/** `[A-Za-z0-9_ -]{1,64}` levels, 1 to 4 of them, joined by `:`. */
-export const DESIGN_EVENT_ID_PATTERN = '^[A-Za-z0-9_ -]{1,64}(?::[A-Za-z0-9_ -]{1,64}){0,3}$';
-/** ISO 4217 alphabetic code: three uppercase letters. */
-export const ISO_4217_PATTERN = '^[A-Z]{3}$';
-
-// Integers beyond 2^53 lose precision in JSON consumers; bound them.
-const SAFE_INT = { minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
-
-/** Optional free text (may be empty). */
-const text = (description?: string) =>
-  Type.String({ maxLength: MAX_EVENT_STRING_LENGTH, ...(description ? { description } : {}) });
-/** Required free text (must not be empty). */
-const reqText = (description?: string) =>
-  Type.String({ minLength: 1, maxLength: MAX_EVENT_STRING_LENGTH, ...(description ? { description } : {}) });
-
-function eventSchema<T extends string, P extends Record<string, TSchema>>(
-  eventType: T,
-  description: string,
-  fields: P,
-) {
-  return Type.Object(
-    {
-      id: Type.String({
-        minLength: 1,
-        maxLength: 128,
-        description:
-          'Client-chosen event id, unique within the session (a repeat is counted as a duplicate).',
-      }),
-      eventType: Type.Literal(eventType),
-      timestamp: Type.Integer({
-        minimum: MIN_EVENT_TIMESTAMP,
-        description:
-          'Unix time in milliseconds; not before 2000-01-01, not more than 24 h ahead of the server.',
-      }),
-      sessionId: Type.Optional(
-        Type.String({ format: 'uuid', description: 'If present, must equal the session id of the path.' }),
-      ),
-      ...fields,
-    },
-    { additionalProperties: false, title: `${eventType}Event`, description },
-  );
-}
-
-export const CustomEventSchema = eventSchema(
-  'Custom',
-  'User-defined event with up to 10 custom text fields.',
-  {
-    custom01: Type.Optional(text()),
-    custom02: Type.Optional(text()),
-    custom03: Type.Optional(text()),
-    custom04: Type.Optional(text()),
-    custom05: Type.Optional(text()),
-    custom06: Type.Optional(text()),
-    custom07: Type.Optional(text()),
-    custom08: Type.Optional(text()),
-    custom09: Type.Optional(text()),
-    custom10: Type.Optional(text()),
-  },
-);
-
-export const HealthEventSchema = eventSchema('Health', 'Periodic device health snapshot.', {
-  fps: Type.Optional(Type.Number({ minimum: 0, description: 'Frames per second.' })),
-  cpuUsage: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'CPU usage in percent.' })),
-  batteryLevel: Type.Optional(
-    Type.Number({ minimum: 0, maximum: 100, description: 'Battery level in percent.' }),
-  ),
-  memoryUsage: Type.Optional(Type.Number({ minimum: 0, description: 'Memory in use, in MB.' })),
-  errorCount: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
-});
-
-export const PROGRESSION_STATUSES = ['Start', 'Fail', 'Complete'] as const;
-export const ProgressionEventSchema = eventSchema('Progression', 'Level or stage progress.', {
-  progressionStatus: Type.Enum(PROGRESSION_STATUSES),
-  progression01: reqText('First (top) progression level.'),
-  progression02: Type.Optional(text()),
-  progression03: Type.Optional(text()),
-  score: Type.Optional(Type.Integer(SAFE_INT)),
-});
-
-export const BusinessEventSchema = eventSchema('Business', 'A real-money transaction.', {
-  amount: Type.Integer({ ...SAFE_INT, description: 'Amount in minor units of the currency (e.g. cents).' }),
-  currency: Type.String({ pattern: ISO_4217_PATTERN, description: 'ISO 4217 code, e.g. "EUR".' }),
-  itemType: reqText(),
-  itemId: reqText(),
-  cartType: Type.Optional(text()),
-});
-
-export const FLOW_TYPES = ['Sink', 'Source'] as const;
-export const ResourceEventSchema = eventSchema('Resource', 'In-game resource flow (sink or source).', {
-  flowType: Type.Enum(FLOW_TYPES),
-  currency: reqText('In-game currency or resource name.'),
-  amount: Type.Number({ exclusiveMinimum: 0 }),
-  itemType: reqText(),
-  itemId: reqText(),
-});
-
-export const DesignEventSchema = eventSchema(
-  'Design',
-  'Hierarchical design event: 1–4 category levels and a value.',
-  {
-    eventId: Type.String({
-      pattern: DESIGN_EVENT_ID_PATTERN,
-      description: 'Up to 4 category levels joined by ":", each 1–64 characters of [A-Za-z0-9_ -].',
-    }),
-    value: Type.Optional(Type.Number()),
-  },
-);
-
-export const ERROR_SEVERITIES = ['Critical', 'Error', 'Warning', 'Information', 'Debug'] as const;
-export const ErrorEventSchema = eventSchema('Error', 'Error report with a severity.', {
-  severity: Type.Enum(ERROR_SEVERITIES),
-  message: Type.String({ minLength: 1, maxLength: MAX_ERROR_MESSAGE_LENGTH }),
-});
-
-export const ImpressionEventSchema = eventSchema('Impression', 'Ad or content impression.', {
-  adNetwork: reqText(),
-  adType: Type.Optional(text()),
-  adPlacement: Type.Optional(text()),
-  adId: Type.Optional(text()),
-});
-
-export const ScreenshotEventSchema = eventSchema('Screenshot', 'A screenshot taken on the device.', {
-  imageUrl: Type.Optional(reqText()),
-  imageId: Type.Optional(reqText()),
-  width: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
-  ),
-  height: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
-  ),
-  streamingSessionId: Type.Optional(Type.String({ format: 'uuid' })),
-});
-
-export const SessionEndEventSchema = eventSchema(
-  'SessionEnd',
-  'Session termination; from a device it ends the session.',
-  {
-    duration: Type.Optional(Type.Number({ minimum: 0, description: 'Session length in seconds.' })),
-    reason: Type.Optional(text()),
-  },
-);
-
-/** One schema per client event type; `validation.ts` compiles each of them once. */
-export const CLIENT_EVENT_SCHEMAS = {
-  Custom: CustomEventSchema,
-  Health: HealthEventSchema,
-  Progression: ProgressionEventSchema,
-  Business: BusinessEventSchema,
-  Resource: ResourceEventSchema,
-  Design: DesignEventSchema,
-  Error: ErrorEventSchema,
-  Impression: ImpressionEventSchema,
-  Screenshot: ScreenshotEventSchema,
-  SessionEnd: SessionEndEventSchema,
-} as const satisfies Record<ClientEventType, TSchema>;
-
-/** Any client-sendable event (documentation; validation dispatches on `eventType` instead). */
-export const EventSchema = Type.Union(
-  CLIENT_EVENT_TYPES.map((t) => CLIENT_EVENT_SCHEMAS[t]),
-  { title: 'Event', description: 'An event sent by a client; the fields depend on `eventType`.' },
-);
-
-/** Request body of `POST /sessions/{SessionId}/Events` (documentation only; see `validateEventBatch`). */
-export const EventBatchSchema = Type.Object(
-  {
-    events: Type.Array(EventSchema, { minItems: 1, maxItems: DEFAULT_MAX_EVENTS_PER_BATCH }),
-  },
-  { additionalProperties: false, title: 'EventBatch' },
-);
-
-// ---- server-emitted events (documentation of what the server stores and returns) ----
-
-function serverEventSchema<T extends string, P extends Record<string, TSchema>>(
-  eventType: T,
-  description: string,
-  fields: P,
-) {
-  return Type.Object(
-    {
-      id: Type.String({ description: 'Server-generated id.' }),
-      eventType: Type.Literal(eventType),
-      timestamp: Type.Integer({ description: 'Server time, Unix milliseconds.' }),
-      sessionId: Type.String({ format: 'uuid' }),
-      ...fields,
-    },
-    { title: `${eventType}Event`, description: `${description} Emitted by the server only.` },
-  );
-}
-
-export const SERVER_EVENT_SCHEMAS = {
-  StreamStarted: serverEventSchema('StreamStarted', 'A stream began.', {
-    streamingSessionId: Type.String({ format: 'uuid' }),
-    resolution: Type.Integer({ minimum: 0, maximum: 4 }),
-    aspectratio: Type.Integer({ minimum: 0, maximum: 4 }),
-  }),
-  StreamStopped: serverEventSchema('StreamStopped', 'A stream ended.', {
-    streamingSessionId: Type.String({ format: 'uuid' }),
-    reason: Type.String(),
-  }),
-  RecordingStarted: serverEventSchema('RecordingStarted', 'A recording began.', {
-    recordingId: Type.String({ format: 'uuid' }),
-    streamingSessionId: Type.String({ format: 'uuid' }),
-  }),
-  RecordingStopped: serverEventSchema('RecordingStopped', 'A recording ended.', {
-    recordingId: Type.String({ format: 'uuid' }),
-    streamingSessionId: Type.String({ format: 'uuid' }),
-  }),
-} as const satisfies Record<ServerEventType, TSchema>;
+export {
+  BusinessEventSchema,
+  CLIENT_EVENT_SCHEMAS,
+  CLIENT_EVENT_TYPES,
+  type ClientEventType,
+  CustomEventSchema,
+  DEFAULT_MAX_EVENTS_PER_BATCH,
+  DESIGN_EVENT_ID_PATTERN,
+  DesignEventSchema,
+  ERROR_SEVERITIES,
+  ErrorEventSchema,
+  EventBatchSchema,
+  EventSchema,
+  FLOW_TYPES,
+  HealthEventSchema,
+  ImpressionEventSchema,
+  ISO_4217_PATTERN,
+  MAX_ERROR_MESSAGE_LENGTH,
+  MAX_EVENT_FUTURE_MS,
+  MAX_EVENT_STRING_LENGTH,
+  MIN_EVENT_TIMESTAMP,
+  PROGRESSION_STATUSES,
+  ProgressionEventSchema,
+  ResourceEventSchema,
+  ScreenshotEventSchema,
+  SERVER_EVENT_SCHEMAS,
+  SERVER_EVENT_TYPES,
+  type ServerEventType,
+  SessionEndEventSchema,
+} from '@liveline/protocol';
