@@ -6,6 +6,12 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | null;
+  /** Redis joins several server processes (CONTRACT §9.1); null: one process, in-memory bus. */
+  redisUrl: string | null;
+  /** Prefix of every Redis key and channel, so deployments (or tests) can share one Redis. */
+  redisPrefix: string;
+  /** How long a process's claim on its device sockets outlives the process (a dead one's sessions free up after it). */
+  presenceLeaseMs: number;
   /** PostgreSQL schema to use (created if missing). Lets tests and several deployments share one database. */
   databaseSchema: string;
   sqliteSynchronous: 'FULL' | 'NORMAL';
@@ -126,6 +132,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
+  const redisUrl = str(env, 'REDIS_URL');
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  }
+  const redisPrefix = str(env, 'LIVELINE_REDIS_PREFIX') ?? 'liveline:';
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(redisPrefix)) {
+    throw new ConfigError('LIVELINE_REDIS_PREFIX must be 1 to 64 characters of A-Z a-z 0-9 : _ . -');
+  }
   const schema = str(env, 'LIVELINE_DATABASE_SCHEMA') ?? 'public';
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new ConfigError('LIVELINE_DATABASE_SCHEMA must match [a-z_][a-z0-9_]*');
@@ -142,6 +156,9 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'LIVELINE_DATA_DIR') ?? './data'),
     databaseUrl,
     databaseSchema: schema,
+    redisUrl,
+    redisPrefix,
+    presenceLeaseMs: int(env, 'LIVELINE_PRESENCE_LEASE_MS', 9000, 300, 60_000),
     sqliteSynchronous: sync,
     adminToken,
     secretKey: str(env, 'LIVELINE_SECRET_KEY'),

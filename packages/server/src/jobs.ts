@@ -75,6 +75,8 @@ export function jobsOf({ config, sessions, streams, commands, hub, presence, web
       everyMs: Math.min(30_000, Math.max(250, idleMs / 4)),
       run: () => sessions.sweepIdle(idleMs),
     },
+    // Socket contact noted since the last run is written in a few statements.
+    { name: 'sessions.contacts', everyMs: 1000, run: () => sessions.flushContacts() },
     // Streams whose device stayed away longer than the grace stop at the last contact.
     {
       name: 'streams.disconnect-sweep',

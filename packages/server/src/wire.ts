@@ -73,7 +73,7 @@ export function wire(s: Services) {
         };
       }
     },
-    contact: (sessionId) => sessions.touch(sessionId),
+    contact: (sessionId) => sessions.noteContact(sessionId),
   });
   signals.on('command.settled', (command) => streams.onCommandSettled(command));
 
@@ -97,6 +97,20 @@ export function wire(s: Services) {
   events.onSessionEndEvent(async (session, reason) => {
     const row = await sessions.findForTenant(session.tenantId, session.sessionId);
     if (row) await sessions.end(row, reason, { emit: false });
+  });
+
+  // --- several processes ---------------------------------------------------------------------------
+  // After a cut in the bus, this process may have missed commands and endpoint changes.
+  bus.onResync(() => {
+    void delivery.resync();
+    webhooks.changedElsewhere(null);
+  });
+  webhooks.onEndpointsChanged(
+    (tenantId) => void bus.publish({ type: 'endpoints.changed', tenantId, origin: bus.nodeId }),
+  );
+  bus.subscribe((message) => {
+    if (message.type === 'endpoints.changed' && message.origin !== bus.nodeId)
+      webhooks.changedElsewhere(message.tenantId);
   });
 
   // --- what a session is, and its end -----------------------------------------------------------------

@@ -22,7 +22,9 @@ export type BusMessage =
   /** A newer connection took the session: other nodes close theirs (close code 4001). */
   | { type: 'takeover'; sessionId: string; connectionId: string }
   /** Close the session's socket wherever it is (e.g. the session ended). */
-  | { type: 'close'; sessionId: string; code: number; reason: string };
+  | { type: 'close'; sessionId: string; code: number; reason: string }
+  /** A tenant's webhook endpoints changed on `origin`: other nodes drop what they cached of them. */
+  | { type: 'endpoints.changed'; tenantId: string; origin: string };
 
 export type BusHandler = (message: BusMessage) => Promise<void> | void;
 
@@ -36,5 +38,11 @@ export interface Bus {
   publish(message: BusMessage): Promise<void>;
   /** Adds a handler for every message; handlers run in the order they were added. */
   subscribe(handler: BusHandler): void;
+  /**
+   * Adds a listener called when this node may have missed messages from others (its link to them
+   * was cut and is back). Whoever must not miss a message keeps it elsewhere too (commands are in
+   * the store) and catches up here. A single-process bus never calls it.
+   */
+  onResync(listener: () => void): void;
   close(): Promise<void>;
 }

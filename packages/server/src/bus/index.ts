@@ -1,4 +1,6 @@
 export type { Bus, BusHandler, BusMessage, WireCommand } from './bus.ts';
+export { type BusDeployment, connectBus } from './connect.ts';
 export { MemoryBus } from './memory-bus.ts';
 export { MemoryPresence } from './memory-presence.ts';
 export type { Presence } from './presence.ts';
+export type { RedisLink } from './redis-link.ts';

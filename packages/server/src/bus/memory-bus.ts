@@ -14,6 +14,9 @@ export class MemoryBus implements Bus {
     this.handlers.push(handler);
   }
 
+  /** One process misses nothing. */
+  onResync(): void {}
+
   async close(): Promise<void> {
     this.handlers = [];
   }

@@ -10,6 +10,11 @@ import type { Bus, BusMessage, Presence } from '../../src/bus/index.ts';
 export interface Deployment<T> {
   nodes: T[];
   close(): Promise<void>;
+  /**
+   * For implementations that join processes: node `i` dies without a word (no release, no
+   * goodbye), as a process does under SIGKILL; `leaseMs` is how long its claims may outlive it.
+   */
+  kill?: { node(i: number): Promise<void>; leaseMs: number };
 }
 
 /** Resolves when `check` holds, polling; a cross-process bus delivers asynchronously. */
@@ -54,24 +59,42 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
       }
     });
 
-    it('brings a message from any node to every node, in publish order, to every handler', async () => {
+    // The order guaranteed is each publisher's own (as Redis pub/sub and socket.io's adapters give):
+    // a node's messages reach every node in the order it published them. Across publishers there is
+    // no total order; commands stay in order across processes because the accepting process waits
+    // for the holder's `delivered` before it answers (commands/delivery.ts).
+    it("brings every message to every node and handler, each node's messages in its publish order", async () => {
       deployment = await deploy();
-      const received = deployment.nodes.map(() => [[], []] as BusMessage[][]);
-      deployment.nodes.forEach((node, i) => {
+      const nodes = deployment.nodes;
+      const received = nodes.map(() => [[], []] as BusMessage[][]);
+      nodes.forEach((node, i) => {
         node.subscribe((m) => void received[i][0].push(m));
         node.subscribe((m) => void received[i][1].push(m));
       });
       const sessionId = randomUUID();
-      const sent: BusMessage[] = [];
-      for (const node of deployment.nodes) {
-        for (let n = 0; n < 20; n++) {
-          const message = close(sessionId, sent.length);
-          sent.push(message);
-          await node.publish(message);
+      const sent: BusMessage[][] = nodes.map(() => []);
+      // Interleaved, concurrent publishers.
+      await Promise.all(
+        nodes.map(async (node, i) => {
+          for (let n = 0; n < 30; n++) {
+            const message = close(sessionId, i * 1000 + n);
+            sent[i].push(message);
+            await node.publish(message);
+          }
+        }),
+      );
+      const total = sent.flat().length;
+      await eventually(() => received.every((handlers) => handlers.every((h) => h.length === total)));
+      for (const handlers of received) {
+        for (const got of handlers) {
+          expect(got).toHaveLength(total);
+          sent.forEach((fromNode, i) => {
+            const reason = (m: BusMessage) => (m.type === 'close' ? m.reason : '');
+            const mine = got.filter((m) => fromNode.some((s) => reason(s) === reason(m)));
+            expect(mine, `messages of node ${i}`).toEqual(fromNode);
+          });
         }
       }
-      await eventually(() => received.every((handlers) => handlers.every((h) => h.length === sent.length)));
-      for (const handlers of received) for (const got of handlers) expect(got).toEqual(sent);
     });
 
     it('carries every message type whole', async () => {
@@ -109,7 +132,11 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
   });
 }
 
-export function presenceContract(name: string, deploy: () => Promise<Deployment<Presence>>) {
+export function presenceContract(
+  name: string,
+  deploy: () => Promise<Deployment<Presence>>,
+  options: { nodesCanDie?: boolean } = {},
+) {
   describe(`presence contract: ${name}`, () => {
     let deployment: Deployment<Presence>;
     afterEach(async () => deployment?.close());
@@ -137,6 +164,22 @@ export function presenceContract(name: string, deploy: () => Promise<Deployment<
       await last.release(s, 'new');
       for (const node of nodes) expect(await node.connected([s])).toEqual(new Set());
     });
+
+    // One process cannot die apart from the whole deployment: only implementations that join
+    // processes declare `kill`.
+    if (options.nodesCanDie)
+      it("frees a dead node's sessions within its lease", async () => {
+        deployment = await deploy();
+        const { kill, nodes } = deployment;
+        if (!kill) throw new Error('a deployment whose nodes can die must say how to kill one');
+        const [mine, theirs] = [randomUUID(), randomUUID()];
+        await nodes[0].claim(mine, 'c1');
+        await nodes[1].claim(theirs, 'c2');
+        await kill.node(0);
+        expect(await nodes[1].connected([mine, theirs])).toEqual(new Set([mine, theirs]));
+        await new Promise((r) => setTimeout(r, kill.leaseMs + 100));
+        expect(await nodes[1].connected([mine, theirs])).toEqual(new Set([theirs]));
+      });
 
     it('answers an empty question with an empty set', async () => {
       deployment = await deploy();

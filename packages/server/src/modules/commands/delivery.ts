@@ -90,6 +90,20 @@ export class CommandDelivery {
   opened(sessionId: string, connectionId: string): Promise<void> {
     const line: Line = { connectionId, sent: new Set(), chain: Promise.resolve() };
     this.lines.set(sessionId, line);
+    return this.replay(sessionId, line);
+  }
+
+  /**
+   * This process may have missed commands sent to it (the bus was cut and is back): every device
+   * it holds gets what is pending in the store and was not yet written on its connection.
+   */
+  resync(): Promise<void> {
+    return Promise.all([...this.lines].map(([sessionId, line]) => this.replay(sessionId, line))).then(
+      () => undefined,
+    );
+  }
+
+  private replay(sessionId: string, line: Line): Promise<void> {
     return this.enqueue(sessionId, line, async () => {
       const pending = await store.pendingCommands(this.storage.db, sessionId, this.clock.now());
       return pending.map((row) => ({

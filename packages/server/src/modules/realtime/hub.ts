@@ -32,7 +32,8 @@ export interface DeviceHandlers {
   ack(line: DeviceLine, message: AckMessage): Promise<ServerMessage | null>;
   /** The `events.ack` or `error` frame to answer with. */
   events(line: DeviceLine, message: EventsMessage): Promise<ServerMessage>;
-  contact(sessionId: string): Promise<void>;
+  /** The device was heard from (noted, not written: contact is written in batches). */
+  contact(sessionId: string): void;
 }
 
 interface Connection extends DeviceLine {
@@ -188,7 +189,7 @@ export class RealtimeHub {
     const now = this.clock.now();
     if (now - conn.lastTouch < TOUCH_EVERY_MS || !this.handlers) return;
     conn.lastTouch = now;
-    this.handlers.contact(conn.session.session_id).catch((err) => this.log.error({ err }, 'touch failed'));
+    this.handlers.contact(conn.session.session_id);
   }
 
   private send(conn: Connection, message: ServerMessage) {

@@ -47,8 +47,13 @@ const IDLE_STREAM: StreamView = {
 };
 const IDLE_RECORDING: RecordingView = { state: 'idle', recordingId: null, startedAt: null };
 
+/** Sessions whose contact times are written by one statement. */
+const CONTACTS_PER_STATEMENT = 500;
+
 export class SessionsService {
   private readonly decorators: SessionDecorator[] = [];
+  /** Socket contact not yet written: session → latest contact time. */
+  private contacts = new Map<string, number>();
 
   constructor(
     private readonly storage: Storage,
@@ -126,7 +131,38 @@ export class SessionsService {
   }
 
   /** Ends sessions without device contact for the idle timeout; returns how many it ended. */
+  /**
+   * Records device contact over the socket without a write of its own: `flushContacts` (a job,
+   * every second) writes every session's latest contact in a few statements, however many sockets.
+   */
+  noteContact(sessionId: string) {
+    this.contacts.set(sessionId, this.clock.now());
+  }
+
+  /** Writes the contact noted since the last flush: one statement per second of contact times. */
+  async flushContacts(): Promise<number> {
+    if (this.contacts.size === 0) return 0;
+    const noted = this.contacts;
+    this.contacts = new Map();
+    // lastSeenAt is kept to the second here (the hub notes a socket's contact once a second at most).
+    const bySecond = new Map<number, string[]>();
+    for (const [sessionId, at] of noted) {
+      const second = at - (at % 1000);
+      const ids = bySecond.get(second) ?? [];
+      ids.push(sessionId);
+      bySecond.set(second, ids);
+    }
+    for (const [at, ids] of bySecond) {
+      for (let i = 0; i < ids.length; i += CONTACTS_PER_STATEMENT) {
+        await store.touchSessions(this.storage.db, ids.slice(i, i + CONTACTS_PER_STATEMENT), at);
+      }
+    }
+    return noted.size;
+  }
+
   async sweepIdle(idleTimeoutMs: number): Promise<number> {
+    // Contact noted but not yet written must not let a connected session look idle.
+    await this.flushContacts();
     const ended = await store.endIdleSessions(this.storage.db, this.clock.now() - idleTimeoutMs);
     for (const row of ended) await this.afterEnd(row, true);
     return ended.length;

@@ -49,6 +49,17 @@ export async function touchSession(db: Kysely<Database>, sessionId: string, at: 
     .execute();
 }
 
+/** Records contact at `at` for many sessions (never moving lastSeenAt back). */
+export async function touchSessions(db: Kysely<Database>, sessionIds: string[], at: number) {
+  if (sessionIds.length === 0) return;
+  await db
+    .updateTable('sessions')
+    .set({ last_seen_at: at })
+    .where('session_id', 'in', sessionIds)
+    .where('last_seen_at', '<', at)
+    .execute();
+}
+
 /** Ends a live session. Returns the ended row, or undefined when it was not live (already ended). */
 export function endSession(db: Kysely<Database>, sessionId: string, endedAt: number, reason: string) {
   return db

@@ -76,8 +76,10 @@ export class EndpointCache {
     return out;
   }
 
-  invalidate(tenantId: string) {
+  /** Forgets one tenant's entry, or every entry (`null`: anything may have changed). */
+  invalidate(tenantId: string | null) {
     this.version++;
-    this.entries.delete(tenantId);
+    if (tenantId === null) this.entries.clear();
+    else this.entries.delete(tenantId);
   }
 }

@@ -104,10 +104,7 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
     connectionsPerOrigin: config.endpointConcurrency,
   });
   // Endpoints the dispatcher disabled: the outbox stops writing for them at once.
-  const disabled = (tenantId: string) => {
-    cache.invalidate(tenantId);
-    dispatcher.endpointsChanged();
-  };
+  const disabled = (tenantId: string) => service.endpointsChanged(tenantId);
   const dispatcher = new Dispatcher(storage, clock, config, sender, metrics, logger, disabled);
   const outbox = new WebhookOutbox(
     storage,
@@ -116,7 +113,8 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
     () => dispatcher.nudge(),
   );
   const retention = retentionJob(storage, clock, config, logger);
-  return new WebhooksService({ storage, clock, config, tenants, cache, outbox, dispatcher, retention });
+  const service = new WebhooksService({ storage, clock, config, tenants, cache, outbox, dispatcher, retention });
+  return service;
 }
 
 interface WebhooksParts {
@@ -141,6 +139,7 @@ export class WebhooksService {
   private readonly cache: EndpointCache;
   private readonly dispatcher: Dispatcher;
   private readonly retention: Job;
+  private readonly changeListeners: ((tenantId: string) => void)[] = [];
 
   constructor(parts: WebhooksParts) {
     this.storage = parts.storage;
@@ -163,7 +162,19 @@ export class WebhooksService {
     return [this.retention];
   }
 
-  private changed(tenantId: string) {
+  /** Called after this process changed a tenant's endpoints (the wiring tells the other processes). */
+  onEndpointsChanged(listener: (tenantId: string) => void) {
+    this.changeListeners.push(listener);
+  }
+
+  /** A tenant's endpoints changed here: caches forget them, the dispatcher re-reads, listeners hear. */
+  endpointsChanged(tenantId: string) {
+    this.changedElsewhere(tenantId);
+    for (const listener of this.changeListeners) listener(tenantId);
+  }
+
+  /** Another process changed a tenant's endpoints (`null`: any tenant's may have changed). */
+  changedElsewhere(tenantId: string | null) {
     this.cache.invalidate(tenantId);
     this.dispatcher.endpointsChanged();
   }
@@ -225,7 +236,7 @@ export class WebhooksService {
       updated_at: now,
     };
     await store.insertEndpoint(this.storage.db, row);
-    this.changed(tenantId);
+    this.endpointsChanged(tenantId);
     return { ...view(row), secret: row.secret };
   }
 
@@ -257,7 +268,7 @@ export class WebhooksService {
       return updated;
     });
     if (!row) throw problems.notFound('webhook');
-    this.changed(tenantId);
+    this.endpointsChanged(tenantId);
     return view(row);
   }
 
@@ -266,7 +277,7 @@ export class WebhooksService {
       .transaction()
       .execute((trx) => store.deleteEndpoint(trx, tenantId, webhookId));
     if (!removed) throw problems.notFound('webhook');
-    this.changed(tenantId);
+    this.endpointsChanged(tenantId);
   }
 
   /** A new secret; the current one keeps signing (second signature) for 24 h. */

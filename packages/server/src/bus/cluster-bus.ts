@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import type { Bus, BusHandler, BusMessage } from './bus.ts';
+
+/** A bus message as it travels between nodes: who sent it, and the message. */
+export interface ClusterEnvelope {
+  origin: string;
+  message: BusMessage;
+}
+
+export type ClusterErrorHandler = (err: unknown, what: string) => void;
+
+/**
+ * A bus across several nodes, in the shape of socket.io-adapter's `ClusterAdapter`: this class runs
+ * the local handlers, stamps and encodes messages and drops a node's own echoes; a subclass adds
+ * only the transport (`doPublish` to send, `onClusterMessage` on receipt).
+ *
+ * Messages from other nodes reach the handlers in the order the transport delivers them; each
+ * handler call starts before the next message's, and none is awaited by the transport, so one
+ * slow handler (a device's socket that drains slowly) holds up no other session.
+ */
+export abstract class ClusterBus implements Bus {
+  readonly nodeId = randomUUID();
+  private handlers: BusHandler[] = [];
+  private resyncListeners: (() => void)[] = [];
+  protected closed = false;
+
+  constructor(protected readonly onError: ClusterErrorHandler) {}
+
+  /** Sends the encoded envelope to every other node. May reject when the transport is down. */
+  protected abstract doPublish(payload: string): Promise<void>;
+
+  async publish(message: BusMessage): Promise<void> {
+    if (this.closed) return;
+    await this.runLocal(message);
+    try {
+      await this.doPublish(JSON.stringify({ origin: this.nodeId, message } satisfies ClusterEnvelope));
+    } catch (err) {
+      // Other nodes miss this message; what they must not miss (commands) is in the store, and they
+      // replay it when the transport is back (`onResync`).
+      this.onError(err, 'bus publish');
+    }
+  }
+
+  subscribe(handler: BusHandler): void {
+    this.handlers.push(handler);
+  }
+
+  onResync(listener: () => void): void {
+    this.resyncListeners.push(listener);
+  }
+
+  /** The transport received a payload from some node (perhaps this one). */
+  protected onClusterMessage(payload: string) {
+    if (this.closed) return;
+    let envelope: ClusterEnvelope;
+    try {
+      envelope = JSON.parse(payload) as ClusterEnvelope;
+    } catch (err) {
+      this.onError(err, 'bus message');
+      return;
+    }
+    if (envelope.origin === this.nodeId) return;
+    for (const handler of this.handlers) {
+      try {
+        const running = handler(envelope.message);
+        if (running) running.catch((err: unknown) => this.onError(err, 'bus handler'));
+      } catch (err) {
+        this.onError(err, 'bus handler');
+      }
+    }
+  }
+
+  /** The transport was cut and is back: messages may have been missed meanwhile. */
+  protected resync() {
+    if (this.closed) return;
+    for (const listener of this.resyncListeners) listener();
+  }
+
+  private async runLocal(message: BusMessage) {
+    for (const handler of this.handlers) await handler(message);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.handlers = [];
+    this.resyncListeners = [];
+  }
+}

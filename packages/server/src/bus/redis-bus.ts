@@ -1,0 +1,58 @@
+import type { Bus } from './bus.ts';
+import { ClusterBus, type ClusterErrorHandler } from './cluster-bus.ts';
+import type { RedisLink } from './redis-link.ts';
+
+/**
+ * The bus of a deployment of several processes: Redis pub/sub on one channel. Redis keeps the order
+ * of one connection's publishes, so a node's messages reach every other node in the order sent.
+ * Pub/sub forgets what it could not deliver: after a cut, nodes resync (see `ClusterBus.onResync`).
+ */
+export class RedisBus extends ClusterBus {
+  private readonly channel: string;
+  private readonly onMessage = (channel: string, payload: string) => {
+    if (channel === this.channel) this.onClusterMessage(payload);
+  };
+  private readonly onUp = () => {
+    // The channel is subscribed again (SUBSCRIBE is answered in order on the connection, so this
+    // resolves after ioredis's own resubscription); only then can nothing published slip by.
+    this.link.subscriber.subscribe(this.channel).then(
+      () => this.resync(),
+      (err: unknown) => this.onError(err, 'bus resubscribe'),
+    );
+  };
+  private started = false;
+
+  constructor(
+    private readonly link: RedisLink,
+    onError: ClusterErrorHandler,
+  ) {
+    super(onError);
+    this.channel = link.key('bus');
+    link.subscriber.on('message', this.onMessage);
+  }
+
+  /** Subscribes; afterwards every (re)connection resyncs the node. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.link.on('up', this.onUp);
+    // While Redis is unreachable the node starts alone; `up` subscribes it when Redis answers.
+    if (this.link.up) await this.link.subscriber.subscribe(this.channel);
+  }
+
+  protected async doPublish(payload: string): Promise<void> {
+    await this.link.command.publish(this.channel, payload);
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    this.link.off('up', this.onUp);
+    this.link.subscriber.off('message', this.onMessage);
+    await this.link.subscriber.unsubscribe(this.channel).catch(() => {});
+  }
+}
+
+RedisBus satisfies new (
+  link: RedisLink,
+  onError: ClusterErrorHandler,
+) => Bus;

@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
+import { TestSocket } from '../helpers/device-socket.ts';
+import {
+  cli,
+  exitWithin,
+  logLines,
+  type ServerProcess,
+  sleep,
+  spawnCli,
+  startProcess,
+} from '../helpers/process.ts';
+import { startReceiver } from '../helpers/receiver.ts';
+import { redisAvailable, startRedis, type TestRedis } from '../helpers/redis.ts';
+import { ADMIN_TOKEN, freshStore } from '../helpers/server.ts';
+
+/**
+ * Several processes on one PostgreSQL database, joined by a Redis this suite starts itself
+ * (CONTRACT §9.1): commands reach a device on any process in order, takeover and session end cross
+ * processes, limits are shared, webhooks are sent once, a process killed with SIGKILL leaves its
+ * devices to the others, and Redis going away stops nothing a single process can do.
+ */
+const LEASE_MS = 1500;
+const clusterCanRun = redisAvailable && Boolean(process.env.DATABASE_URL);
+const DEVICE_RPS = 8;
+
+type Store = ReturnType<typeof freshStore>;
+
+async function until<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
+// Declared only where PostgreSQL and Redis can run (CI requires both; see test/helpers/redis.ts).
+if (clusterCanRun)
+  describe('several processes over Redis (postgres) (redis)', () => {
+    let redis: TestRedis;
+    let store: Store;
+    let env: Record<string, string>;
+    const servers: ServerProcess[] = [];
+    let tenant: TenantFixture;
+
+    const spawnServer = async () => {
+      const server = await startProcess(env);
+      servers.push(server);
+      return server;
+    };
+
+    beforeAll(async () => {
+      redis = await startRedis();
+      store = freshStore('postgres');
+      env = {
+        ...store.env,
+        REDIS_URL: redis.url,
+        LIVELINE_REDIS_PREFIX: redis.prefix(),
+        LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN,
+        LIVELINE_PRESENCE_LEASE_MS: String(LEASE_MS),
+        LIVELINE_RATE_LIMIT_TENANT_RPS: '0',
+        LIVELINE_RATE_LIMIT_DEVICE_RPS: String(DEVICE_RPS),
+        LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true',
+        LIVELINE_WEBHOOK_RETRY_SCHEDULE: '1,1,1',
+        LIVELINE_WEBHOOK_POLL_MS: '200',
+      };
+      // The first process migrates the schema; the others start on it.
+      await spawnServer();
+      await Promise.all([spawnServer(), spawnServer()]);
+      tenant = await createTenant(servers[0].url, ADMIN_TOKEN);
+    }, 60_000);
+
+    afterAll(async () => {
+      for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+      await Promise.all(servers.map((s) => s.exited));
+      await redis?.stop();
+      await store?.destroy();
+    });
+
+    /** A live session of a new player, opened through `base`. */
+    async function session(base: string) {
+      const playerId = `p-${randomUUID()}`;
+      const token = await deviceToken(base, tenant.token, playerId);
+      const created = await call(base, 'POST', '/client/v1/sessions', { token, json: {} });
+      expect(created.status).toBe(201);
+      return { token, sessionId: String(created.body.sessionId) };
+    }
+
+    const text = (base: string, sessionId: string, data: string) =>
+      call(base, 'POST', `/sessions/${sessionId}/realtime/commands`, {
+        token: tenant.token,
+        json: { name: 'text', data },
+      });
+
+    it('delivers commands sent through any process to the device on another, in order', async () => {
+      const [a, b, c] = servers;
+      const { token, sessionId } = await session(a.url);
+      const device = await TestSocket.open(a.url, sessionId, token);
+      await device.ofType('welcome');
+      // `connected` is true whichever process is asked.
+      for (const s of [a, b, c]) {
+        const view = await call(s.url, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
+        expect(view.body.connected).toBe(true);
+      }
+      const sent: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        const via = [b, c, a][i % 3];
+        const answer = await text(via.url, sessionId, `m${i}`);
+        expect(answer.status).toBe(202);
+        expect(answer.body.status).toBe('delivered');
+        sent.push(`m${i}`);
+      }
+      const got: string[] = [];
+      while (got.length < sent.length) {
+        const command = await device.ofType('command');
+        got.push(String(command.data));
+        device.send({ type: 'ack', commandId: command.commandId, ok: true });
+      }
+      expect(got).toEqual(sent);
+      await device.close();
+    });
+
+    it('closes the older socket (4001) when the session connects on another process', async () => {
+      const [a, b] = servers;
+      const { token, sessionId } = await session(a.url);
+      const first = await TestSocket.open(a.url, sessionId, token);
+      await first.ofType('welcome');
+      const second = await TestSocket.open(b.url, sessionId, token);
+      await second.ofType('welcome');
+      expect((await first.waitClosed()).code).toBe(4001);
+      // Commands now go to the newer socket.
+      expect((await text(a.url, sessionId, 'after takeover')).body.status).toBe('delivered');
+      expect((await second.ofType('command')).data).toBe('after takeover');
+      await second.close();
+    });
+
+    it("closes the device's socket (4009) when its session ends through another process", async () => {
+      const [a, , c] = servers;
+      const { token, sessionId } = await session(a.url);
+      const device = await TestSocket.open(a.url, sessionId, token);
+      await device.ofType('welcome');
+      const ended = await call(c.url, 'POST', `/client/v1/sessions/${sessionId}/end`, { token });
+      expect(ended.status).toBe(200);
+      expect((await device.waitClosed()).code).toBe(4009);
+    });
+
+    it('counts a device rate limit across processes', async () => {
+      const { token, sessionId } = await session(servers[0].url);
+      const event = () => ({ id: randomUUID(), eventType: 'Custom', timestamp: Date.now(), custom01: 'x' });
+      // 3 × 5 requests at once: each process alone sees fewer than the limit of 8 a second.
+      const answers = await Promise.all(
+        servers.flatMap((s) =>
+          Array.from({ length: 5 }, () =>
+            call(s.url, 'POST', `/sessions/${sessionId}/Events`, { token, json: { events: [event()] } }),
+          ),
+        ),
+      );
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(DEVICE_RPS);
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15 - DEVICE_RPS);
+    });
+
+    it('sends each webhook once although every process dispatches', async () => {
+      const receiver = await startReceiver();
+      try {
+        const hook = await call(servers[0].url, 'POST', '/webhooks', {
+          token: tenant.token,
+          json: { url: receiver.url, types: ['session.event'] },
+        });
+        expect(hook.status).toBe(201);
+        // The endpoint is known to the other processes at once (their caches are told), not after a TTL.
+        const { token, sessionId } = await session(servers[1].url);
+        const ids: string[] = [];
+        for (const [i, s] of servers.entries()) {
+          const events = Array.from({ length: 10 }, () => ({
+            id: randomUUID(),
+            eventType: 'Custom',
+            timestamp: Date.now(),
+            custom01: String(i),
+          }));
+          ids.push(...events.map((e) => e.id));
+          const stored = await call(s.url, 'POST', `/sessions/${sessionId}/Events`, {
+            token,
+            json: { events },
+          });
+          expect(stored.status).toBe(200);
+          await sleep(150);
+        }
+        await until(() => receiver.received.length >= ids.length);
+        await sleep(1500);
+        const eventIds = receiver.received.map(
+          (r) => (JSON.parse(r.body) as { data: { id: string } }).data.id,
+        );
+        expect(eventIds.sort()).toEqual([...ids].sort());
+        expect(new Set(receiver.received.map((r) => r.id)).size).toBe(ids.length);
+      } finally {
+        await receiver.stop();
+      }
+    });
+
+    it('keeps delivering through a Redis outage and catches up when Redis is back', async () => {
+      const [a, b] = servers;
+      const { token, sessionId } = await session(a.url);
+      const device = await TestSocket.open(a.url, sessionId, token);
+      await device.ofType('welcome');
+      await redis.kill();
+      try {
+        await until(async () => {
+          const ready = await call(a.url, 'GET', '/readyz');
+          return ready.status === 200 && ready.body.redis === 'down';
+        });
+        const metrics = await call(a.url, 'GET', '/metrics');
+        expect(metrics.text).toMatch(/^liveline_redis_up 0$/m);
+        // The process holding the socket still delivers what it accepts.
+        const local = await text(a.url, sessionId, 'local while down');
+        expect(local.body.status).toBe('delivered');
+        expect((await device.ofType('command')).data).toBe('local while down');
+        // Another process stores the command; it reaches the device once Redis is back.
+        const remote = await text(b.url, sessionId, 'remote while down');
+        expect(remote.status).toBe(202);
+        expect(remote.body.status).toBe('queued');
+        expect(device.closed).toBeNull();
+      } finally {
+        await redis.restart();
+      }
+      const started = Date.now();
+      expect((await device.ofType('command', 10_000)).data).toBe('remote while down');
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await until(async () => (await call(a.url, 'GET', '/readyz')).body.redis === 'up');
+      // Cross-process delivery is back: answered `delivered` again.
+      expect((await text(b.url, sessionId, 'after')).body.status).toBe('delivered');
+      expect((await device.ofType('command')).data).toBe('after');
+      await device.close();
+    }, 30_000);
+
+    it("gives a SIGKILLed process's devices every command queued meanwhile on reconnect elsewhere", async () => {
+      const victim = await spawnServer();
+      const [, b] = servers;
+      const { token, sessionId } = await session(victim.url);
+      const device = await TestSocket.open(victim.url, sessionId, token);
+      await device.ofType('welcome');
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      await device.waitClosed();
+      // Its ownership lapses within the lease: then commands are answered `queued` at once.
+      const queued: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const answer = await text(b.url, sessionId, `q${i}`);
+        expect(answer.status).toBe(202);
+        queued.push(`q${i}`);
+      }
+      await until(async () => {
+        const view = await call(b.url, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
+        return view.body.connected === false;
+      }, LEASE_MS + 2000);
+      const again = await TestSocket.open(b.url, sessionId, token);
+      await again.ofType('welcome');
+      const got: string[] = [];
+      while (got.length < queued.length) got.push(String((await again.ofType('command')).data));
+      expect(got).toEqual(queued);
+      await again.close();
+    }, 30_000);
+  });
+
+describe('liveline start --workers', () => {
+  it('refuses without PostgreSQL and Redis, saying what is missing', async () => {
+    const result = await cli(['start', '--workers', '2', '--port', '0']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('DATABASE_URL (PostgreSQL) and REDIS_URL');
+    const noRedis = await cli(['start', '--workers', '2', '--port', '0'], {
+      DATABASE_URL: 'postgres://root@127.0.0.1:5432/test',
+    });
+    expect(noRedis.code).toBe(1);
+    expect(noRedis.stderr).toContain('set REDIS_URL');
+    expect((await cli(['start', '--workers', 'many'])).stderr).toContain('--workers must be an integer');
+  });
+
+  if (clusterCanRun)
+    it('runs N processes on one port and stops them all on SIGTERM (postgres) (redis)', async () => {
+      const redis = await startRedis();
+      const store = freshStore('postgres');
+      try {
+        const run = spawnCli(['start', '--workers', '2'], {
+          ...store.env,
+          PORT: '0',
+          HOST: '127.0.0.1',
+          REDIS_URL: redis.url,
+          LIVELINE_REDIS_PREFIX: redis.prefix(),
+          LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN,
+        });
+        const listening = await until(() => {
+          const lines = logLines(run.stdout())
+            .map((l) => JSON.parse(l) as { msg?: string; url?: string; pid?: number })
+            .filter((e) => e.msg?.startsWith('liveline listening'));
+          return lines.length === 2 ? lines : undefined;
+        }, 30_000);
+        expect(new Set(listening.map((l) => l.url)).size).toBe(1);
+        expect(new Set(listening.map((l) => l.pid)).size).toBe(2);
+        const url = String(listening[0].url);
+        expect((await call(url, 'GET', '/readyz')).body).toMatchObject({ status: 'ready', redis: 'up' });
+        run.child.kill('SIGTERM');
+        const exit = await exitWithin({ ...run, url }, 15_000);
+        expect(exit.code).toBe(0);
+      } finally {
+        await redis.stop();
+        await store.destroy();
+      }
+    }, 60_000);
+});
