@@ -52,7 +52,8 @@ export function spawnCli(args: string[], env: Env) {
 }
 
 /** Starts `liveline start` on an ephemeral port and waits for the URL it logs. */
-export async function startProcess(env: Env): Promise<ServerProcess> {
+export async function startProcess(env: Env, options: { timeoutMs?: number } = {}): Promise<ServerProcess> {
+  const timeoutMs = options.timeoutMs ?? STARTUP_TIMEOUT_MS;
   const { child, stdout, stderr, exited } = spawnCli(['start'], {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -62,8 +63,8 @@ export async function startProcess(env: Env): Promise<ServerProcess> {
   });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`no listening line within ${STARTUP_TIMEOUT_MS} ms:\n${stdout()}\n${stderr()}`)),
-      STARTUP_TIMEOUT_MS,
+      () => reject(new Error(`no listening line within ${timeoutMs} ms:\n${stdout()}\n${stderr()}`)),
+      timeoutMs,
     );
     const check = () => {
       for (const line of stdout().split('\n')) {

@@ -50,7 +50,7 @@ if (clusterCanRun)
     let tenant: TenantFixture;
 
     const spawnServer = async () => {
-      const server = await startProcess(env);
+      const server = await startProcess(env, { timeoutMs: 60_000 });
       servers.push(server);
       return server;
     };
