@@ -133,7 +133,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       app.websocketServer.close(() => done());
     },
   });
-  await app.register(authPlugin, { ctx });
+  await app.register(authPlugin, { auth: services.auth });
 
   await app.register(metricsPlugin, { metrics: ctx.metrics });
   await app.register(rateLimit, {
@@ -166,7 +166,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(authRoutes, { ctx });
+  await app.register(authRoutes, { auth: services.auth });
   await app.register(sessionsPlugin, {
     sessions,
     events,

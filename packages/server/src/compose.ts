@@ -6,13 +6,7 @@ import type { Config } from './config.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
-import {
-  findTenant,
-  loadServerKeys,
-  type OperatorToken,
-  resolveOperatorToken,
-  TokenService,
-} from './modules/auth/index.ts';
+import { type AuthService, createAuth, loadServerKeys, type OperatorToken } from './modules/auth/index.ts';
 import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
@@ -34,7 +28,8 @@ export interface Services {
   signals: Signals;
   bus: Bus;
   presence: Presence;
-  tokens: TokenService;
+  auth: AuthService;
+  /** The operator's admin token (the auth service's), printed once when this start generated it. */
   operator: OperatorToken;
   /** Key of the keyed digests of client and campaign secrets. */
   digestKey: Buffer;
@@ -79,13 +74,14 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     const hub = new RealtimeHub(bus, presence, clock, log, {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
+    const auth = createAuth({ storage, clock, config, keys });
     const webhooks = createWebhooks({
       storage,
       clock,
       config,
       logger,
       metrics,
-      tenants: { tenantExists: async (tenantId) => Boolean(await findTenant(storage, tenantId)) },
+      tenants: auth,
     });
 
     const services: Services = {
@@ -97,8 +93,8 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       signals,
       bus,
       presence,
-      tokens: new TokenService(keys, config.publicUrl ?? 'urn:liveline', clock),
-      operator: resolveOperatorToken(config.adminToken, config.dataDir),
+      auth,
+      operator: auth.operator,
       digestKey: keys.digestKey,
       events,
       sessions,

@@ -1,8 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AppContext } from '../context.ts';
-import type { Scope } from '../modules/auth/scopes.ts';
-import type { DevicePrincipal, Principal, TenantPrincipal } from '../modules/auth/tokens.ts';
+import type {
+  AuthService,
+  DevicePrincipal,
+  Principal,
+  Scope,
+  TenantPrincipal,
+} from '../modules/auth/index.ts';
 import { problems } from './problem.ts';
 
 /**
@@ -40,40 +44,35 @@ function bearerToken(request: FastifyRequest, spec: AuthSpec): string | null {
   return null;
 }
 
+export interface AuthPluginOptions {
+  /** Who holds a bearer token, and whether a tenant token's client is still live. */
+  auth: Pick<AuthService, 'authenticate' | 'isClientLive'>;
+}
+
 /** Authenticates every request against its route's `config.auth` before the body is read. */
 export const authPlugin = fp(
-  async (app: FastifyInstance, opts: { ctx: AppContext }) => {
-    const { ctx } = opts;
+  async (app: FastifyInstance, { auth }: AuthPluginOptions) => {
     app.decorateRequest('principal', null);
     app.addHook('onRequest', async (request) => {
       const spec = request.routeOptions.config?.auth;
       if (!spec) return;
       const token = bearerToken(request, spec);
       if (!token) throw problems.unauthorized();
-      if (ctx.operator.matches(token)) {
-        if (!spec.operator) throw problems.forbidden('The operator token cannot be used on this route.');
-        request.principal = { kind: 'operator' };
+      const principal = await auth.authenticate(token);
+      if (principal?.kind === 'operator') {
+        if (!spec.operator) throw problems.tokenNotAccepted('operator');
+        request.principal = principal;
         return;
       }
-      const principal = await ctx.tokens.verify(token);
-      if (!principal) throw problems.unauthorized('The bearer token is invalid or expired.');
+      if (!principal) throw problems.invalidToken();
       if (principal.kind === 'tenant') {
-        if (!spec.tenant) throw problems.forbidden('Tenant tokens cannot be used on this route.');
+        if (!spec.tenant) throw problems.tokenNotAccepted('tenant');
         const needed: readonly Scope[] = typeof spec.tenant === 'string' ? [spec.tenant] : spec.tenant;
-        if (!needed.some((s) => principal.scopes.has(s))) {
-          throw problems.forbidden(`This route needs the scope "${needed.join('" or "')}".`);
-        }
-        // A revoked client's tokens stop working at once.
-        const client = await ctx.storage.db
-          .selectFrom('oauth_clients')
-          .select('client_id')
-          .where('client_id', '=', principal.clientId)
-          .where('tenant_id', '=', principal.tenantId)
-          .where('revoked_at', 'is', null)
-          .executeTakeFirst();
-        if (!client) throw problems.unauthorized('The client of this token has been revoked.');
+        if (!needed.some((s) => principal.scopes.has(s))) throw problems.missingScope(needed);
+        // A revoked client's tokens stop working at once: asked on every request, never cached.
+        if (!(await auth.isClientLive(principal))) throw problems.clientRevoked();
       } else if (!spec.device) {
-        throw problems.forbidden('Device tokens cannot be used on this route.');
+        throw problems.tokenNotAccepted('device');
       }
       request.principal = principal;
     });

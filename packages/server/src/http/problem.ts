@@ -48,6 +48,12 @@ export class ProblemError extends Error {
   }
 }
 
+const TOKEN_NOT_ACCEPTED = {
+  operator: 'The operator token cannot be used on this route.',
+  tenant: 'Tenant tokens cannot be used on this route.',
+  device: 'Device tokens cannot be used on this route.',
+};
+
 /**
  * The error catalogue (CONTRACT §0): every stable `code` is named here once, with its status. Modules
  * throw `problems.sessionEnded()`, never a free string, so a code cannot drift or be spelled twice.
@@ -71,9 +77,16 @@ export const problems = {
   // 401, 403, 404
   unauthorized: (detail = 'A valid bearer token is required.') =>
     new ProblemError(401, 'unauthorized', detail, undefined, undefined, { 'WWW-Authenticate': 'Bearer' }),
+  invalidToken: () => unauthorized('The bearer token is invalid or expired.'),
+  clientRevoked: () => unauthorized('The client of this token has been revoked.'),
   invalidCampaignSecret: () =>
     new ProblemError(401, 'invalid_campaign_secret', 'The campaign secret is not valid.'),
   forbidden: (detail: string) => new ProblemError(403, 'forbidden', detail),
+  /** A valid token of a kind the route does not take (operator, tenant or device). */
+  tokenNotAccepted: (kind: 'operator' | 'tenant' | 'device') =>
+    new ProblemError(403, 'forbidden', TOKEN_NOT_ACCEPTED[kind]),
+  missingScope: (needed: readonly string[]) =>
+    new ProblemError(403, 'forbidden', `This route needs the scope "${needed.join('" or "')}".`),
   notFound: (what = 'resource') => new ProblemError(404, 'not_found', `No such ${what}.`),
   noRoute: (method: string, path: string) =>
     new ProblemError(404, 'not_found', `No route ${method} ${path}.`),
@@ -119,6 +132,13 @@ export const problems = {
   internal: () => new ProblemError(500, 'internal', 'An internal error occurred; it has been logged.'),
   unavailable: (detail: string) => new ProblemError(503, 'unavailable', detail),
 };
+
+/** A 401 that tells the client to present a bearer token (RFC 6750). */
+function unauthorized(detail: string) {
+  return new ProblemError(401, 'unauthorized', detail, undefined, undefined, {
+    'WWW-Authenticate': 'Bearer',
+  });
+}
 
 function conflict(code: string, detail: string, extra?: Record<string, unknown>) {
   return new ProblemError(409, code, detail, undefined, extra);

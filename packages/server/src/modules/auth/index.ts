@@ -1,6 +1,18 @@
-export { loadServerKeys } from './keys.ts';
-export { type OperatorToken, resolveOperatorToken } from './operator.ts';
-export { authRoutes } from './routes.ts';
+// The face of the auth module: everything outside it imports from here only.
+export { loadServerKeys, type ServerKeys } from './keys.ts';
+export type { OperatorToken } from './operator.ts';
+export { type AuthRoutesOptions, authRoutes } from './routes/plugin.ts';
+export { isScope, SCOPES, type Scope } from './scopes.ts';
+export {
+  type AccessToken,
+  type AuthConfig,
+  type AuthDeps,
+  AuthService,
+  type ClientInfo,
+  createAuth,
+  type DeviceToken,
+  type Tenant,
+} from './service.ts';
+/** @deprecated Ask the service: `auth.tenantExists(tenantId)` or `auth.findTenant(tenantId)`. */
 export { findTenant } from './store.ts';
-export type { DevicePrincipal, Principal, TenantPrincipal } from './tokens.ts';
-export { TokenService } from './tokens.ts';
+export type { DevicePrincipal, OperatorPrincipal, Principal, TenantPrincipal } from './tokens.ts';

@@ -125,13 +125,30 @@ export async function listClients(storage: Storage, tenantId: string, page: Page
   return { clients: rows.map(toClientInfo), totalCount: Number(count.n) };
 }
 
-export async function findClient(storage: Storage, clientId: string) {
+/** A client as stored, with the digest of its secret (never leaves the module). */
+export interface StoredClient extends ClientInfo {
+  secretDigest: string;
+}
+
+export async function findClient(storage: Storage, clientId: string): Promise<StoredClient | null> {
   const row = await storage.db
     .selectFrom('oauth_clients')
     .selectAll()
     .where('client_id', '=', clientId)
     .executeTakeFirst();
   return row ? { ...toClientInfo(row), secretDigest: row.secret_digest } : null;
+}
+
+/** True when the client exists in that tenant and is not revoked: its tokens are honoured. */
+export async function isClientLive(storage: Storage, tenantId: string, clientId: string) {
+  const client = await storage.db
+    .selectFrom('oauth_clients')
+    .select('client_id')
+    .where('client_id', '=', clientId)
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return client !== undefined;
 }
 
 /** Revokes a client; true when it existed in that tenant and was live. */

@@ -1,0 +1,68 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { handlerValidatesBody } from '../../../http/validation.ts';
+import type { ClientCredentials, OAuthFailure } from '../grant.ts';
+import { OAuthErrorSchema, TokenRequestBody, TokenResponseSchema } from '../schemas.ts';
+import type { AuthService } from '../service.ts';
+
+/** Token responses are never cached (RFC 6749 §5.1). */
+function oauthError(reply: FastifyReply, { status, error, description }: OAuthFailure) {
+  if (status === 401) reply.header('WWW-Authenticate', 'Basic realm="liveline"');
+  return reply
+    .code(status)
+    .header('Cache-Control', 'no-store')
+    .send({ error, error_description: description });
+}
+
+/** Credentials from HTTP Basic (RFC 6749 §2.3.1: form-urlencoded, then base64) or the request body. */
+function clientCredentials(
+  header: string | undefined,
+  body: Record<string, unknown>,
+): ClientCredentials | null {
+  if (header?.startsWith('Basic ')) {
+    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return null;
+    try {
+      return {
+        id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')),
+        secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')),
+      };
+    } catch {
+      return null;
+    }
+  }
+  const { client_id: id, client_secret: secret } = body;
+  return typeof id === 'string' && typeof secret === 'string' ? { id, secret } : null;
+}
+
+/** `POST /oauth/token`: the client-credentials grant. */
+export function registerTokenRoute(root: FastifyInstance, auth: AuthService) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.post(
+    '/oauth/token',
+    {
+      // Errors here follow RFC 6749 §5.2 (`{error, error_description}`), so the handler checks the
+      // form itself; the schemas document it.
+      validatorCompiler: handlerValidatesBody,
+      schema: {
+        tags: ['auth'],
+        summary: 'Exchange client credentials for an access token (RFC 6749 §4.4).',
+        description:
+          'Client authentication by HTTP Basic (`client_id:client_secret`) or in the form. ' +
+          'Errors: 401 `invalid_client`; 400 `invalid_request`, `unsupported_grant_type`, `invalid_scope`.',
+        consumes: ['application/x-www-form-urlencoded'],
+        body: TokenRequestBody,
+        response: { 200: TokenResponseSchema, '4xx': OAuthErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const form = (request.body ?? {}) as Record<string, unknown>;
+      const credentials = clientCredentials(request.headers.authorization, form);
+      const answer = await auth.grantClientCredentials(credentials, form);
+      if ('failure' in answer) return oauthError(reply, answer.failure);
+      return reply.header('Cache-Control', 'no-store').send(answer.token);
+    },
+  );
+}
