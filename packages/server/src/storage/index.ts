@@ -14,7 +14,7 @@ export async function openStorage(
 ): Promise<Storage> {
   const storage = config.databaseUrl
     ? await createPostgresStorage({ url: config.databaseUrl, schema: config.databaseSchema })
-    : createSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+    : await createSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   try {
     await migrate(storage, config.databaseUrl ? config.databaseSchema : undefined);
   } catch (err) {

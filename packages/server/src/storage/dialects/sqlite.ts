@@ -1,48 +1,114 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../schema.ts';
-import type { BulkInserter, Storage } from '../storage.ts';
+import type { BulkInserter, BulkTable, Storage } from '../storage.ts';
+import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
 export interface SqliteOptions {
   dataDir: string;
   synchronous: 'FULL' | 'NORMAL';
+  /**
+   * Where statements run. `worker` (the default): a worker thread owns the connection, so no query
+   * and no commit's fsync ever blocks the event loop. `main`: better-sqlite3 on the calling thread,
+   * as before the worker existed — kept for benchmarks that compare the two.
+   */
+  thread?: 'worker' | 'main';
+  /**
+   * With `thread: 'worker'`: where selects outside transactions run. `main` (the default): a
+   * read-only connection on the main thread, so reads never queue behind a write transaction;
+   * `worker`: every statement in the worker. See the storage README for the measurements.
+   */
+  reads?: 'worker' | 'main';
 }
 
+const STATEMENT_CACHE_SIZE = 500;
+
 /** SQLite through better-sqlite3: the embedded default. One file, WAL, one writer. */
-export function createSqliteStorage(options: SqliteOptions): Storage {
+export async function createSqliteStorage(options: SqliteOptions): Promise<Storage> {
   fs.mkdirSync(options.dataDir, { recursive: true });
   const file = path.join(options.dataDir, 'liveline.db');
+  if (options.thread === 'main') return onMainThread(file, options.synchronous);
+
+  const thread = await SqliteThread.start({
+    file,
+    synchronous: options.synchronous,
+    statementCacheSize: STATEMENT_CACHE_SIZE,
+  });
+  let reader: MainThreadReader | null = null;
+  try {
+    if (options.reads !== 'worker') reader = new MainThreadReader(file);
+  } catch (err) {
+    await thread.close();
+    throw err;
+  }
+  const db = new Kysely<Database>({ dialect: new SqliteThreadDialect({ thread, reader }) });
+  const bulk: BulkInserter = {
+    // The whole batch goes to the worker in one message, on the connection of the transaction
+    // `trx`; there one cached prepared statement runs per row.
+    async insertIgnoringConflicts(trx, spec, rows) {
+      if (rows.length === 0) return [];
+      const query = CompiledQuery.raw(insertSql(spec));
+      registerBulk(query, query.sql, rows);
+      const result = await trx.executeQuery<{ inserted: Uint8Array }>(query);
+      const flags = result.rows[0].inserted;
+      const inserted = new Array<boolean>(rows.length);
+      for (let i = 0; i < rows.length; i++) inserted[i] = flags[i] === 1;
+      return inserted;
+    },
+  };
+  return sqliteStorage(db, bulk, async () => {
+    await db.destroy();
+    // Also when no query ever ran (Kysely then never started its driver, nor destroys it).
+    reader?.close();
+    await thread.close();
+  });
+}
+
+/** The connection on the calling thread: every statement and commit blocks it. */
+function onMainThread(file: string, synchronous: SqliteOptions['synchronous']): Storage {
   const handle = new BetterSqlite3(file);
   handle.pragma('journal_mode = WAL');
   // FULL: a committed transaction survives power loss, not only a process crash.
-  handle.pragma(`synchronous = ${options.synchronous}`);
+  handle.pragma(`synchronous = ${synchronous}`);
   handle.pragma('busy_timeout = 5000');
   handle.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
   const statements = new Map<string, BetterSqlite3.Statement>();
   const bulk: BulkInserter = {
-    // One cached prepared statement run per row: the fastest way to load rows into SQLite.
-    // The raw handle is safe here: Kysely's SQLite driver has this one connection, and the
-    // transaction the caller is in holds it until the callback returns.
+    // One cached prepared statement run per row. The raw handle is safe here: Kysely's SQLite
+    // driver has this one connection, and the transaction the caller is in holds it.
     async insertIgnoringConflicts(_trx, spec, rows) {
-      const key = `${String(spec.table)}:${spec.columns.map((c) => c.name).join(',')}`;
-      let stmt = statements.get(key);
+      const text = insertSql(spec);
+      let stmt = statements.get(text);
       if (!stmt) {
-        const cols = spec.columns.map((c) => `"${c.name}"`).join(', ');
-        const marks = spec.columns.map(() => '?').join(', ');
-        const conflict = spec.conflict.map((c) => `"${c}"`).join(', ');
-        stmt = handle.prepare(
-          `insert into "${String(spec.table)}" (${cols}) values (${marks}) on conflict (${conflict}) do nothing`,
-        );
-        statements.set(key, stmt);
+        stmt = handle.prepare(text);
+        statements.set(text, stmt);
       }
       const inserted = new Array<boolean>(rows.length);
       for (let i = 0; i < rows.length; i++) inserted[i] = stmt.run(rows[i]).changes === 1;
       return inserted;
     },
   };
+  return sqliteStorage(db, bulk, () => db.destroy());
+}
+
+const insertSqlCache = new WeakMap<object, string>();
+
+function insertSql<T extends keyof Database>(spec: BulkTable<T>): string {
+  let text = insertSqlCache.get(spec);
+  if (text === undefined) {
+    const cols = spec.columns.map((c) => `"${c.name}"`).join(', ');
+    const marks = spec.columns.map(() => '?').join(', ');
+    const conflict = spec.conflict.map((c) => `"${c}"`).join(', ');
+    text = `insert into "${String(spec.table)}" (${cols}) values (${marks}) on conflict (${conflict}) do nothing`;
+    insertSqlCache.set(spec, text);
+  }
+  return text;
+}
+
+function sqliteStorage(db: Kysely<Database>, bulk: BulkInserter, close: () => Promise<void>): Storage {
   return {
     dialect: 'sqlite',
     writeConcurrency: 1,
@@ -57,8 +123,6 @@ export function createSqliteStorage(options: SqliteOptions): Storage {
     async ping() {
       await sql`select 1`.execute(db);
     },
-    async close() {
-      await db.destroy();
-    },
+    close,
   };
 }

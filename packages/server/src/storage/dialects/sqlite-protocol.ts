@@ -1,0 +1,38 @@
+// Messages between the SQLite driver (main thread, `sqlite-thread.ts`) and the worker thread
+// (`sqlite-worker.js`). Requests are answered in the order sent, each reply carrying its request's id.
+
+export interface WorkerOptions {
+  /** Database file. */
+  file: string;
+  synchronous: 'FULL' | 'NORMAL';
+  /** Prepared statements the worker keeps, by SQL text. */
+  statementCacheSize: number;
+}
+
+export type WorkerRequest =
+  | { id: number; op: 'open' }
+  /** `begin`: run BEGIN first (a transaction's BEGIN travels with its first statement). */
+  | { id: number; op: 'query'; sql: string; params: readonly unknown[]; begin: boolean }
+  /** One insert statement run once per row, the whole batch in one message. */
+  | { id: number; op: 'bulk'; sql: string; rows: readonly (readonly unknown[])[]; begin: boolean }
+  | { id: number; op: 'close' };
+
+export interface WorkerError {
+  name: string;
+  message: string;
+  /** better-sqlite3's error code, e.g. `SQLITE_CONSTRAINT_UNIQUE`. */
+  code: string | undefined;
+}
+
+export type WorkerReply =
+  | {
+      id: number;
+      ok: true;
+      /** Set for statements that return rows. */
+      rows?: Record<string, unknown>[];
+      changes?: number | bigint;
+      lastInsertRowid?: number | bigint;
+      /** For `bulk`: 1 where the row was inserted, 0 where it conflicted. */
+      inserted?: Uint8Array;
+    }
+  | { id: number; ok: false; error: WorkerError };

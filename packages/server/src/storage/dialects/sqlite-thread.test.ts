@@ -1,0 +1,242 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kysely, sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate } from '../index.ts';
+import type { BulkTable, Storage } from '../storage.ts';
+import { createSqliteStorage } from './sqlite.ts';
+import { MainThreadReader, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
+
+interface Db {
+  kv: { k: string; v: string };
+}
+
+const dirs: string[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-sqlite-thread-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A Kysely over the worker driver on a fresh file with one table `kv`. */
+async function open(reads: 'main' | 'worker' = 'main') {
+  const file = path.join(tempDir(), 'test.db');
+  const thread = await SqliteThread.start({ file, synchronous: 'NORMAL', statementCacheSize: 8 });
+  const reader = reads === 'main' ? new MainThreadReader(file) : null;
+  const db = new Kysely<Db>({ dialect: new SqliteThreadDialect({ thread, reader }) });
+  cleanups.push(async () => {
+    await db.destroy();
+    await thread.close();
+  });
+  await db.schema
+    .createTable('kv')
+    .addColumn('k', 'text', (c) => c.primaryKey())
+    .addColumn('v', 'text')
+    .execute();
+  return { db, thread };
+}
+
+const values = async (db: Kysely<Db>) =>
+  (await db.selectFrom('kv').select(['k', 'v']).orderBy('k').execute()).map((r) => `${r.k}=${r.v}`);
+
+describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)', (reads) => {
+  it('runs queries in the worker and returns rows and affected counts', async () => {
+    const { db } = await open(reads);
+    const inserted = await db.insertInto('kv').values({ k: 'a', v: '1' }).executeTakeFirstOrThrow();
+    expect(inserted.numInsertedOrUpdatedRows).toBe(1n);
+    const updated = await db.updateTable('kv').set({ v: '2' }).where('k', '=', 'a').executeTakeFirstOrThrow();
+    expect(updated.numUpdatedRows).toBe(1n);
+    expect(await values(db)).toEqual(['a=2']);
+    const returned = await db.insertInto('kv').values({ k: 'b', v: '3' }).returning('k').execute();
+    expect(returned).toEqual([{ k: 'b' }]);
+    expect((await sql<{ n: number }>`select count(*) as n from kv`.execute(db)).rows).toEqual([{ n: 2 }]);
+  });
+
+  it('rolls back a transaction that fails', async () => {
+    const { db } = await open(reads);
+    await db.insertInto('kv').values({ k: 'kept', v: '1' }).execute();
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('kv').values({ k: 'gone', v: '1' }).execute();
+        await trx.updateTable('kv').set({ v: 'changed' }).where('k', '=', 'kept').execute();
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    // A statement that fails inside a transaction rolls it back too.
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('kv').values({ k: 'gone2', v: '1' }).execute();
+        await trx.insertInto('kv').values({ k: 'kept', v: 'duplicate' }).execute();
+      }),
+    ).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await values(db)).toEqual(['kept=1']);
+    // The connection is usable afterwards (no transaction left open).
+    await db.transaction().execute((trx) => trx.insertInto('kv').values({ k: 'next', v: '1' }).execute());
+    expect(await values(db)).toEqual(['kept=1', 'next=1']);
+  });
+
+  it('serialises concurrent transactions: nothing runs between a BEGIN and its COMMIT', async () => {
+    const { db } = await open(reads);
+    const log: string[] = [];
+    const slow = db.transaction().execute(async (trx) => {
+      await trx.insertInto('kv').values({ k: 'a1', v: 'x' }).execute();
+      log.push('a1');
+      await sleep(50);
+      await trx.insertInto('kv').values({ k: 'a2', v: 'x' }).execute();
+      log.push('a2');
+      // Its own writes are visible inside it.
+      expect(await trx.selectFrom('kv').select('k').execute()).toHaveLength(2);
+    });
+    await sleep(5);
+    const others = Array.from({ length: 5 }, (_, i) =>
+      db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('kv')
+          .values({ k: `b${i}`, v: 'y' })
+          .execute();
+        log.push(`b${i}`);
+      }),
+    );
+    // A single statement outside a transaction waits for the transaction too.
+    const single = db
+      .insertInto('kv')
+      .values({ k: 'c', v: 'z' })
+      .execute()
+      .then(() => log.push('c'));
+    await Promise.all([slow, ...others, single]);
+    expect(log.slice(0, 2)).toEqual(['a1', 'a2']);
+    expect(log).toHaveLength(8);
+    expect(await values(db)).toHaveLength(8);
+  });
+
+  it('a unique violation keeps its better-sqlite3 code and message', async () => {
+    const { db } = await open(reads);
+    await db.insertInto('kv').values({ k: 'a', v: '1' }).execute();
+    const err = await db
+      .insertInto('kv')
+      .values({ k: 'a', v: '2' })
+      .execute()
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(Error);
+    expect(err).toMatchObject({ name: 'SqliteError', code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(String((err as Error).message)).toMatch(/UNIQUE constraint failed: kv\.k/);
+  });
+
+  it('close() waits for work in flight, closes the database and ends the thread', async () => {
+    const { db, thread } = await open(reads);
+    const writing = db.transaction().execute(async (trx) => {
+      await sleep(30);
+      await trx.insertInto('kv').values({ k: 'late', v: '1' }).execute();
+    });
+    await sleep(5);
+    await db.destroy();
+    await writing;
+    expect(thread.alive).toBe(false);
+    await expect(thread.request({ op: 'query', sql: 'select 1', params: [], begin: false })).rejects.toThrow(
+      /closed/,
+    );
+    await thread.close(); // idempotent
+  });
+});
+
+describe('SQLite storage over the worker', () => {
+  const EVENTS: BulkTable<'events'> = {
+    table: 'events',
+    columns: [
+      { name: 'session_id', type: 'text' },
+      { name: 'event_id', type: 'text' },
+      { name: 'event_type', type: 'text' },
+      { name: 'timestamp', type: 'bigint' },
+      { name: 'streaming_session_id', type: 'text' },
+      { name: 'received_at', type: 'bigint' },
+      { name: 'body', type: 'text' },
+    ],
+    conflict: ['session_id', 'event_id'],
+  };
+
+  async function storage(): Promise<Storage> {
+    const s = await createSqliteStorage({ dataDir: tempDir(), synchronous: 'FULL' });
+    cleanups.push(() => s.close());
+    await migrate(s);
+    return s;
+  }
+
+  const row = (id: string) => ['s1', id, 'Custom', 1, null, 2, `{"id":"${id}"}`];
+
+  it('migrates, and bulk-inserts a batch in its transaction, reporting which rows were new', async () => {
+    const s = await storage();
+    await s.bulk.insertIgnoringConflicts(s.db, EVENTS, [row('a')]);
+    const inserted = await s.db.transaction().execute(async (trx) => {
+      const flags = await s.bulk.insertIgnoringConflicts(trx, EVENTS, [row('a'), row('b'), row('c')]);
+      const count = await trx
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .execute();
+      expect(count).toEqual([{ n: 3 }]);
+      return flags;
+    });
+    expect(inserted).toEqual([false, true, true]);
+    await expect(
+      s.db.transaction().execute(async (trx) => {
+        await s.bulk.insertIgnoringConflicts(trx, EVENTS, [row('d')]);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    const ids = await s.db.selectFrom('events').select('event_id').orderBy('event_id').execute();
+    expect(ids.map((r) => r.event_id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('isUniqueViolation recognises the error that crossed the thread', async () => {
+    const s = await storage();
+    const insert = () =>
+      s.db
+        .insertInto('events')
+        .values({
+          session_id: 's',
+          event_id: 'e',
+          event_type: 'Custom',
+          timestamp: 1,
+          streaming_session_id: null,
+          received_at: 1,
+          body: '{}',
+        })
+        .execute();
+    await insert();
+    const err = await insert().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(s.isUniqueViolation(err)).toBe(true);
+    expect(s.isUniqueViolation(new Error('other'))).toBe(false);
+  });
+
+  it('opens and closes many stores without leaving threads behind', async () => {
+    // OS threads of this process (Linux): a worker that did not end would stay in the count.
+    const threads = () => (fs.existsSync('/proc/self/task') ? fs.readdirSync('/proc/self/task').length : 0);
+    const cycle = async () => {
+      const s = await createSqliteStorage({ dataDir: tempDir(), synchronous: 'NORMAL' });
+      await s.ping();
+      await s.close();
+      await s.close();
+    };
+    await cycle(); // the first one starts libuv's pool threads, which stay
+    const before = threads();
+    for (let i = 0; i < 10; i++) await cycle();
+    expect(threads()).toBeLessThanOrEqual(before);
+    // A store closed before any query ran ends its thread too.
+    const unused = await createSqliteStorage({ dataDir: tempDir(), synchronous: 'NORMAL' });
+    await unused.close();
+    await expect(unused.ping()).rejects.toThrow();
+  });
+});

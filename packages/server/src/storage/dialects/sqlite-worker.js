@@ -1,0 +1,101 @@
+// The SQLite worker thread: owns the one better-sqlite3 read-write connection, so that statement
+// execution and every commit's fsync happen here, never on the event loop serving HTTP and sockets.
+// Plain JavaScript on purpose: a worker thread starts a fresh module loader, and Node 20 cannot load
+// TypeScript there without a loader registered again in the thread (the `liveline` bin registers tsx
+// programmatically, vitest transforms in its own loader). Keep this file small; the message shapes
+// are declared in `sqlite-protocol.ts` and the driver (`sqlite-thread.ts`) is the only sender.
+import { parentPort, workerData } from 'node:worker_threads';
+import BetterSqlite3 from 'better-sqlite3';
+
+if (!parentPort) throw new Error('sqlite-worker.js must run in a worker thread');
+const port = parentPort;
+
+/** @type {{ file: string, synchronous: 'FULL' | 'NORMAL', statementCacheSize: number }} */
+const options = workerData;
+/** @type {import('better-sqlite3').Database | null} */
+let db = null;
+/** @type {Map<string, import('better-sqlite3').Statement>} */
+const statements = new Map();
+
+/** The cached prepared statement for `sql`; the oldest entry goes when the cache is full. */
+function prepare(sql) {
+  let stmt = statements.get(sql);
+  if (stmt) return stmt;
+  if (!db) throw new Error('the database is closed');
+  stmt = db.prepare(sql);
+  if (statements.size >= options.statementCacheSize) {
+    statements.delete(statements.keys().next().value);
+  }
+  statements.set(sql, stmt);
+  return stmt;
+}
+
+function open() {
+  db = new BetterSqlite3(options.file);
+  db.pragma('journal_mode = WAL');
+  // FULL: a committed transaction survives power loss, not only a process crash.
+  db.pragma(`synchronous = ${options.synchronous}`);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+}
+
+/** One Kysely query: rows for a statement that returns them, else changes and the last row id. */
+function query(sql, params) {
+  const stmt = prepare(sql);
+  if (stmt.reader) return { rows: stmt.all(params) };
+  const { changes, lastInsertRowid } = stmt.run(params);
+  return { changes, lastInsertRowid };
+}
+
+/** One cached insert statement run once per row; a byte per row says whether it inserted. */
+function bulk(sql, rows) {
+  const stmt = prepare(sql);
+  const inserted = new Uint8Array(rows.length);
+  for (let i = 0; i < rows.length; i++) inserted[i] = stmt.run(rows[i]).changes === 1 ? 1 : 0;
+  return inserted;
+}
+
+function close() {
+  statements.clear();
+  if (db?.open) db.close();
+  db = null;
+}
+
+/** Errors cross the thread as plain fields: the `code` (e.g. SQLITE_CONSTRAINT_UNIQUE) is kept. */
+function serializeError(err) {
+  if (err instanceof Error) {
+    const code = /** @type {{ code?: unknown }} */ (err).code;
+    return { name: err.name, message: err.message, code: typeof code === 'string' ? code : undefined };
+  }
+  return { name: 'Error', message: String(err), code: undefined };
+}
+
+port.on('message', (msg) => {
+  try {
+    if (msg.begin) prepare('begin').run();
+    switch (msg.op) {
+      case 'open':
+        open();
+        port.postMessage({ id: msg.id, ok: true });
+        return;
+      case 'query':
+        port.postMessage({ id: msg.id, ok: true, ...query(msg.sql, msg.params) });
+        return;
+      case 'bulk': {
+        const inserted = bulk(msg.sql, msg.rows);
+        port.postMessage({ id: msg.id, ok: true, inserted }, [inserted.buffer]);
+        return;
+      }
+      case 'close':
+        close();
+        port.postMessage({ id: msg.id, ok: true });
+        // Nothing else keeps the thread alive: it ends once this reply is sent.
+        port.close();
+        return;
+      default:
+        throw new Error(`unknown operation ${String(msg.op)}`);
+    }
+  } catch (err) {
+    port.postMessage({ id: msg.id, ok: false, error: serializeError(err) });
+  }
+});
