@@ -15,7 +15,14 @@ export type Env = Record<string, string>;
 export function baseEnv(extra: Env): Env {
   const env: Env = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || k === 'PORT' || k === 'HOST' || k === 'DATABASE_URL' || k.startsWith('LIVELINE_'))
+    if (
+      v === undefined ||
+      k === 'PORT' ||
+      k === 'HOST' ||
+      k === 'DATABASE_URL' ||
+      k === 'REDIS_URL' ||
+      k.startsWith('LIVELINE_')
+    )
       continue;
     env[k] = v;
   }
