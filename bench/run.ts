@@ -3,11 +3,14 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const benches = ['ingest.ts', 'commands.ts'];
+const benches = ['ingest.ts', 'commands.ts', 'sqlite-event-loop.ts'];
+/** Benchmarks of the SQLite driver itself, in one process without a server: run once. */
+const sqliteOnly = new Set(['sqlite-event-loop.ts']);
 const backends = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 let failed = false;
 for (const bench of benches) {
   for (const backend of backends) {
+    if (sqliteOnly.has(bench) && backend !== 'sqlite') continue;
     const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, bench)], {
       env: { ...process.env, BENCH_BACKEND: backend },
       stdio: ['ignore', 'inherit', 'inherit'],
