@@ -1,3 +1,6 @@
+/** setTimeout fires at once for delays past 2^31 − 1 ms: longer waits are capped to this. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export interface RetryOptions {
   /** Cap of the first retry's delay; each further attempt doubles it. */
   initialDelayMs: number;

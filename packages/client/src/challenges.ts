@@ -1,4 +1,13 @@
+import type { Redemption } from '@liveline/protocol';
 import type { HttpClient } from './http.ts';
+
+export type {
+  DisplayCodeRedemption,
+  IntentForm,
+  IntentRedemption,
+  Redemption,
+  WebUrlRedemption,
+} from '@liveline/protocol';
 
 /**
  * Streaming challenges for the viewer app (CONTRACT §7): the player's challenges with progress and
@@ -14,22 +23,6 @@ export type ChallengeRuleType =
   | 'sessionCount';
 
 export type ChallengeStatus = 'inProgress' | 'complete' | 'claimed';
-
-export type Redemption =
-  | { method: 'displayCode'; code: string; instructions: string }
-  | {
-      method: 'intent';
-      form: 'startActivity' | 'broadcast' | 'startService';
-      packageName: string;
-      activityName: string | null;
-      action: string | null;
-      category: string | null;
-      flags: number | null;
-      dataUrl: string;
-      extras: { achievementCode: string; rewardCode: string };
-      fallbackUrl: string;
-    }
-  | { method: 'webUrl'; url: string };
 
 export interface Claim {
   /** Positive integer, unique per deployment. */

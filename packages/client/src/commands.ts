@@ -3,20 +3,19 @@ import {
   type CameraControlName,
   CameraControls,
   type CameraView,
+  type CommandMessage,
   isCameraControlName,
   type LookType,
   type Resolution,
-} from './enums.ts';
+  type AckMessage as WireAckMessage,
+} from '@liveline/protocol';
 
-/** A `command` message as it came off the socket (CONTRACT §2); `data` is exactly what the server sent. */
-export interface RealtimeCommand {
-  commandId: string;
-  /** `stream.start`, `stream.stop`, `record.start`, `record.stop`, `camera`, `text`, or a custom name. */
-  name: string;
-  data: unknown;
-  /** Unix ms, when the server accepted the command. */
-  issuedAt: number;
-}
+/**
+ * A `command` message as it came off the socket (CONTRACT §2): `name` is `stream.start`, `stream.stop`,
+ * `record.start`, `record.stop`, `camera`, `text` or a custom name; `data` is exactly what the server
+ * sent; `issuedAt` is Unix ms, when the server accepted the command.
+ */
+export type RealtimeCommand = Omit<CommandMessage, 'type'>;
 
 /** A typed value of a custom command's variable: `bool` → boolean, `int`/`float` → number, `string` → string. */
 export type CommandValue = string | boolean | number;
@@ -65,9 +64,11 @@ export type RecordStartHandler = (request: RecordStartRequest, command: Realtime
 export type StopHandler = (command: RealtimeCommand) => HandlerResult;
 
 /** The device's answer to a command, as it goes on the wire. */
-export type AckMessage =
-  | { type: 'ack'; commandId: string; ok: true }
-  | { type: 'ack'; commandId: string; ok: false; error: string };
+export type AckMessage = WireAckMessage &
+  (
+    | { type: 'ack'; commandId: string; ok: true }
+    | { type: 'ack'; commandId: string; ok: false; error: string }
+  );
 
 /** The kinds of command an app handles, each with its own registration method. */
 export type CommandKind =

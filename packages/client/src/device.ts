@@ -1,4 +1,5 @@
-import { backoffDelay, type RetryOptions } from './backoff.ts';
+import type { AspectRatio, Resolution } from '@liveline/protocol';
+import { MAX_TIMER_MS, type RetryOptions } from './backoff.ts';
 import * as rewards from './challenges.ts';
 import {
   type CameraHandler,
@@ -11,19 +12,26 @@ import {
   type TextHandler,
 } from './commands.ts';
 import { Emitter } from './emitter.ts';
-import type { AspectRatio, Resolution } from './enums.ts';
+import { type DeviceErrorEvent, type DeviceStats, EventPipeline } from './event-pipeline.ts';
 import type { ClientEvent, ClientEventFields, StampedEvent } from './events.ts';
-import { type Clock, HttpClient, LivelineError, systemClock } from './http.ts';
+import { type Clock, closedError, HttpClient, LivelineError, systemClock } from './http.ts';
 import {
   type DisconnectedInfo,
   RealtimeChannel,
   type ReconnectingInfo,
   type WelcomeInfo,
 } from './realtime.ts';
-import { type EventRejection, refusedEvents } from './refusals.ts';
-import type { EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
+import {
+  SESSIONS_PATH,
+  type Session,
+  type SessionInfo,
+  type StartSessionOptions,
+  sessionPath,
+} from './session.ts';
 import { nodeWebSocketConnector, type SocketConnector } from './socket.ts';
 import { SDK_VERSION } from './version.ts';
+
+export type { DeviceErrorEvent, DeviceStats } from './event-pipeline.ts';
 
 export interface LivelineDeviceOptions {
   /** The service's base URL, e.g. `https://liveline.example.com`. */
@@ -60,33 +68,6 @@ export interface StreamOptions {
   aspectratio: AspectRatio;
 }
 
-/** Counters since construction. `sent + dropped + rejected + buffered` = events tracked. */
-export interface DeviceStats {
-  /** Events in batches the server answered 200 (including `duplicates`). */
-  sent: number;
-  /** Events the server already had (a resend after a lost response). */
-  duplicates: number;
-  /** Events dropped because the buffer was full. */
-  dropped: number;
-  /** Events the server refused permanently (a 4xx): bad events of a batch, or whole batches. */
-  rejected: number;
-  /** Events waiting in the buffer, including a batch in flight. */
-  buffered: number;
-  /** Batch resends after retryable failures. */
-  retries: number;
-}
-
-export interface DeviceErrorEvent {
-  error: LivelineError;
-  /**
-   * The events the SDK dropped, in order: only the bad ones when the server named each of them (the
-   * rest of the batch is resent), else the whole batch. Empty when nothing was dropped (401/403).
-   */
-  rejectedEvents: StampedEvent[];
-  /** `rejectedEvents` again, each with the server's complaints about it (paths relative to the event). */
-  rejections: EventRejection[];
-}
-
 /** What `device.on()` can listen to. */
 export interface DeviceEvents {
   /**
@@ -107,110 +88,47 @@ export interface DeviceEvents {
   command: RealtimeCommand;
 }
 
-interface Buffered {
-  /** Tracking order, so `flush()` knows when everything tracked before it has left the buffer. */
-  seq: number;
-  event: StampedEvent;
-}
-
-interface FlushWaiter {
-  through: number;
-  resolve(): void;
-  reject(error: LivelineError): void;
-}
-
-type BatchOutcome =
-  | { kind: 'sent' }
-  | { kind: 'rejected'; error: LivelineError }
-  | { kind: 'tooLarge' }
-  | { kind: 'halted'; error: LivelineError }
-  | { kind: 'closed' };
-
-const EVENT_BATCH_LIMIT = 1000;
-const SESSIONS_PATH = '/client/v1/sessions';
-const MAX_TIMER_MS = 2_147_483_647;
-
 /**
- * A headset's connection to liveline: its session, its event pipeline and its realtime channel
- * (commands from the tenant, handled by the app's `on…` handlers and acknowledged automatically).
- *
- * Events go into an in-memory buffer and leave it in order, one batch in flight at a time. A batch
- * that fails in a retryable way is resent unchanged (same ids, so the server deduplicates) until it
- * succeeds. When the server refuses a batch (4xx), the events it names are dropped and the rest of the
- * batch is resent; when it names none (or blames the batch as a whole), the whole batch is dropped.
- * Dropped events are reported through `on('error')`.
+ * A headset's connection to liveline: its session, its event pipeline (`event-pipeline.ts`: buffered,
+ * batched, resent until stored, over the socket when it is open) and its realtime channel (commands
+ * from the tenant, handled by the app's `on…` handlers and acknowledged automatically). Refused events
+ * are reported through `on('error')`.
  */
 export class LivelineDevice {
   private readonly http: HttpClient;
-  private readonly clock: Clock;
-  private readonly random: () => number;
-  private readonly batchSize: number;
-  private readonly flushIntervalMs: number;
-  private readonly maxBufferedEvents: number;
-  private readonly retry: RetryOptions;
   private readonly emitter = new Emitter<DeviceEvents>();
   /** Aborted by `close()`: cancels the request in flight and any backoff sleep. */
   private readonly closing = new AbortController();
+  private readonly events: EventPipeline;
   private readonly realtime: RealtimeChannel;
   private readonly commands: CommandRouter;
-  private readonly eventsOverSocket: boolean;
-  private readonly requestTimeoutMs: number;
-  /** Ends the current backoff sleep early (the realtime channel came back). */
-  private wakeSleep: (() => void) | null = null;
   private healthTimer: ReturnType<typeof setInterval> | undefined;
-
   private current: SessionInfo | null = null;
   private starting = false;
-  private buffer: Buffered[] = [];
-  /**
-   * The first `inFlight` buffered events are the batch being sent (and what is left of it after a
-   * partial refusal or a 413); overflow never drops them.
-   */
-  private inFlight = 0;
-  private lastSeq = 0;
-  /** Partial batches are sent while the oldest buffered event has `seq <= drainThrough`. */
-  private drainThrough = 0;
-  private waiters: FlushWaiter[] = [];
-  private pumping = false;
-  private pumpDone: Promise<void> = Promise.resolve();
-  /** Set by a 401/403: sending pauses, keeping the events, until `setToken()`. */
-  private haltedBy: LivelineError | null = null;
-  private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly counters = { sent: 0, duplicates: 0, dropped: 0, rejected: 0, retries: 0 };
 
   constructor(options: LivelineDeviceOptions) {
-    this.clock = options.clock ?? systemClock;
-    this.random = options.random ?? Math.random;
+    const clock = options.clock ?? systemClock;
+    const random = options.random ?? Math.random;
+    const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    const retry: RetryOptions = {
+      initialDelayMs: options.retry?.initialDelayMs ?? 500,
+      maxDelayMs: options.retry?.maxDelayMs ?? 30_000,
+    };
     this.http = new HttpClient({
       baseUrl: options.baseUrl,
       token: options.token,
       fetch: options.fetch,
-      clock: this.clock,
+      clock,
       requestTimeoutMs: options.requestTimeoutMs,
     });
-    this.batchSize = options.batchSize ?? 100;
-    this.flushIntervalMs = options.flushIntervalMs ?? 1000;
-    this.maxBufferedEvents = options.maxBufferedEvents ?? 10_000;
-    this.retry = {
-      initialDelayMs: options.retry?.initialDelayMs ?? 500,
-      maxDelayMs: options.retry?.maxDelayMs ?? 30_000,
-    };
-    if (!Number.isInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > EVENT_BATCH_LIMIT) {
-      throw new RangeError(`batchSize must be an integer from 1 to ${EVENT_BATCH_LIMIT}`);
-    }
-    if (!Number.isInteger(this.maxBufferedEvents) || this.maxBufferedEvents < this.batchSize) {
-      throw new RangeError('maxBufferedEvents must be an integer no smaller than batchSize');
-    }
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    this.eventsOverSocket = options.eventsOverSocket ?? true;
     this.commands = new CommandRouter(
       (ack) => this.realtime.send(ack),
       (command) => this.emitter.emit('command', command),
     );
     this.realtime = new RealtimeChannel({
-      connector: options.connector ?? nodeWebSocketConnector({ handshakeTimeoutMs: this.requestTimeoutMs }),
-      retry: this.retry,
-      random: this.random,
+      connector: options.connector ?? nodeWebSocketConnector({ handshakeTimeoutMs: requestTimeoutMs }),
+      retry,
+      random,
       target: () => (this.current ? { url: this.current.realtimeUrl, token: this.http.token } : null),
       listener: {
         welcome: (info) => this.onWelcome(info),
@@ -221,6 +139,21 @@ export class LivelineDevice {
         failed: (error) => this.reportError(error),
         serverError: (error) => this.reportError(error),
       },
+    });
+    this.events = new EventPipeline({
+      http: this.http,
+      socket: this.realtime,
+      clock,
+      random,
+      retry,
+      batchSize: options.batchSize ?? 100,
+      flushIntervalMs: options.flushIntervalMs ?? 1000,
+      maxBufferedEvents: options.maxBufferedEvents ?? 10_000,
+      requestTimeoutMs,
+      eventsOverSocket: options.eventsOverSocket ?? true,
+      closing: this.closing.signal,
+      sessionId: () => this.current?.sessionId ?? null,
+      reportError: (event) => this.emitter.emit('error', event),
     });
   }
 
@@ -239,24 +172,13 @@ export class LivelineDevice {
    */
   setToken(token: string): void {
     this.http.token = token;
-    if (this.haltedBy) {
-      this.haltedBy = null;
-      this.kick();
-      this.armTimer();
-    }
+    this.events.resume();
     this.realtime.resume();
   }
 
   /** Starts a session. Events tracked before it are sent to it. */
   async startSession(options: StartSessionOptions = {}): Promise<SessionInfo> {
-    this.assertOpen();
-    if (this.current || this.starting) {
-      throw new LivelineError({
-        status: 0,
-        code: 'session_active',
-        detail: 'End the current session first.',
-      });
-    }
+    this.assertNoSession();
     const body = {
       ...(options.tenantCohortId === undefined ? {} : { tenantCohortId: options.tenantCohortId }),
       device: { sdkVersion: SDK_VERSION, ...options.device },
@@ -269,8 +191,7 @@ export class LivelineDevice {
       this.starting = false;
     }
     this.current = info;
-    this.kick();
-    this.armTimer();
+    this.events.start();
     return info;
   }
 
@@ -280,32 +201,15 @@ export class LivelineDevice {
    * replacing any connection still open to it (which is closed with 4001).
    */
   resumeSession(info: SessionInfo): void {
-    this.assertOpen();
-    if (this.current || this.starting) {
-      throw new LivelineError({
-        status: 0,
-        code: 'session_active',
-        detail: 'End the current session first.',
-      });
-    }
+    this.assertNoSession();
     this.current = { ...info };
-    this.kick();
-    this.armTimer();
+    this.events.start();
   }
 
   /** Buffers an event, filling `id` and `timestamp` when absent; returns the event as it will be sent. */
   track(event: ClientEvent): StampedEvent {
     this.assertOpen();
-    const stamped: StampedEvent = {
-      ...event,
-      id: event.id ?? crypto.randomUUID(),
-      timestamp: event.timestamp ?? this.clock.now(),
-    };
-    this.buffer.push({ seq: ++this.lastSeq, event: stamped });
-    this.dropOverflow();
-    if (this.buffer.length - this.inFlight >= this.batchSize) this.kick();
-    this.armTimer();
-    return { ...stamped };
+    return this.events.track(event);
   }
 
   /**
@@ -314,19 +218,7 @@ export class LivelineDevice {
    * is no session to send to, or on a 401/403.
    */
   flush(): Promise<void> {
-    if (this.closing.signal.aborted) return Promise.reject(closedError());
-    if (this.buffer.length === 0) return Promise.resolve();
-    if (!this.current) {
-      return Promise.reject(
-        new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session before flushing.' }),
-      );
-    }
-    if (this.haltedBy) return Promise.reject(this.haltedBy);
-    const through = this.lastSeq;
-    this.drainThrough = through;
-    const done = new Promise<void>((resolve, reject) => this.waiters.push({ through, resolve, reject }));
-    this.kick();
-    return done;
+    return this.events.flush();
   }
 
   /** Every challenge of the tenant's current campaigns, with this player's progress and status. */
@@ -361,12 +253,10 @@ export class LivelineDevice {
   async close(): Promise<void> {
     if (!this.closing.signal.aborted) {
       this.closing.abort();
-      clearTimeout(this.flushTimer);
-      this.flushTimer = undefined;
+      this.events.stop();
       this.stopHealthReporting();
-      this.settleWaiters(closedError());
     }
-    await Promise.all([this.pumpDone, this.realtime.disconnect()]);
+    await Promise.all([this.events.idle(), this.realtime.disconnect()]);
   }
 
   // --- realtime channel ---------------------------------------------------------------------------
@@ -496,15 +386,26 @@ export class LivelineDevice {
 
   /** The buffered events, oldest first. */
   pendingEvents(): StampedEvent[] {
-    return this.buffer.map(({ event }) => ({ ...event }));
+    return this.events.pendingEvents();
   }
 
   stats(): DeviceStats {
-    return { ...this.counters, buffered: this.buffer.length };
+    return this.events.stats();
   }
 
   private assertOpen(): void {
     if (this.closing.signal.aborted) throw closedError();
+  }
+
+  private assertNoSession(): void {
+    this.assertOpen();
+    if (this.current || this.starting) {
+      throw new LivelineError({
+        status: 0,
+        code: 'session_active',
+        detail: 'End the current session first.',
+      });
+    }
   }
 
   /** A POST to one of the current session's device routes; not retried, like `startSession()`. */
@@ -518,181 +419,10 @@ export class LivelineDevice {
   private onWelcome(info: WelcomeInfo): void {
     this.emitter.emit('connected', info);
     // Back online: whatever waited in the buffer goes now, over the socket.
-    this.drainThrough = this.lastSeq;
-    this.wakeSleep?.();
-    this.kick();
+    this.events.drain();
   }
 
   private reportError(error: LivelineError): void {
     this.emitter.emit('error', { error, rejectedEvents: [], rejections: [] });
   }
-
-  /** Drop-oldest: fresh data (health, the latest progress) matters more to a live view than the oldest. */
-  private dropOverflow(): void {
-    const excess = this.buffer.length - this.maxBufferedEvents;
-    if (excess <= 0) return;
-    this.counters.dropped += this.buffer.splice(this.inFlight, excess).length;
-    this.settleWaiters();
-  }
-
-  private armTimer(): void {
-    if (this.flushTimer || !this.current || this.haltedBy || this.closing.signal.aborted) return;
-    if (this.buffer.length === this.inFlight) return;
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = undefined;
-      this.drainThrough = this.lastSeq;
-      this.kick();
-    }, this.flushIntervalMs);
-  }
-
-  /** Starts the send loop unless it is running (it then picks up new work itself) or cannot run. */
-  private kick(): void {
-    if (this.pumping || !this.current || this.haltedBy || this.closing.signal.aborted) return;
-    this.pumping = true;
-    this.pumpDone = this.pump();
-  }
-
-  /** Sends batches in order, one at a time: full ones always, partial ones while a drain is asked for. */
-  private async pump(): Promise<void> {
-    let size = this.batchSize;
-    /**
-     * How many events at the front of the buffer are left of a batch the server refused in part or
-     * found too large (413). They are sent next, at once and without newer events.
-     */
-    let owed = 0;
-    try {
-      while (this.current && !this.haltedBy && !this.closing.signal.aborted && this.buffer.length > 0) {
-        if (owed === 0 && this.buffer[0].seq > this.drainThrough && this.buffer.length < this.batchSize) {
-          break;
-        }
-        const batch = this.buffer.slice(0, owed > 0 ? Math.min(size, owed) : size).map(({ event }) => event);
-        this.inFlight = Math.max(batch.length, owed);
-        const outcome = await this.sendBatch(this.current.sessionId, batch);
-        // After close() the buffer is left exactly as pendingEvents() showed it.
-        if (outcome.kind === 'closed') return;
-        if (outcome.kind === 'halted') {
-          this.haltedBy = outcome.error;
-          this.inFlight = 0;
-          this.emitter.emit('error', { error: outcome.error, rejectedEvents: [], rejections: [] });
-          this.settleWaiters(outcome.error);
-          return;
-        }
-        owed = Math.max(owed, batch.length);
-        if (outcome.kind === 'tooLarge') {
-          size = Math.ceil(batch.length / 2);
-          continue;
-        }
-        if (outcome.kind === 'sent') {
-          this.buffer.splice(0, batch.length);
-          owed -= batch.length;
-          this.inFlight = owed;
-        } else {
-          // Each pass drops at least one event, so resending the rest cannot loop forever.
-          const refused = refusedEvents(outcome.error, batch.length);
-          const rejections = [...refused].map(([index, errors]) => ({ event: batch[index], errors }));
-          this.buffer = this.buffer.filter((_, index) => index >= batch.length || !refused.has(index));
-          owed -= refused.size;
-          this.inFlight = owed;
-          this.counters.rejected += refused.size;
-          // Emitted once the buffer is consistent: a listener may call track(), flush() or close().
-          this.emitter.emit('error', {
-            error: outcome.error,
-            rejectedEvents: rejections.map(({ event }) => event),
-            rejections,
-          });
-        }
-        if (owed === 0) size = this.batchSize;
-        this.settleWaiters();
-      }
-    } finally {
-      this.inFlight = 0;
-      this.pumping = false;
-    }
-    this.armTimer();
-  }
-
-  /**
-   * One batch, resent after retryable failures until it succeeds, is refused, or the device closes.
-   * While the realtime channel is connected, each attempt goes over the socket first; when the socket
-   * gives no answer (not connected, dropped, timed out, the batch too large for a frame) the same
-   * attempt goes over HTTP. An `error` answer refusing the batch counts as the HTTP 400.
-   */
-  private async sendBatch(sessionId: string, events: StampedEvent[]): Promise<BatchOutcome> {
-    const path = `${sessionPath(sessionId)}/events`;
-    for (let attempt = 0; ; attempt++) {
-      if (this.eventsOverSocket && this.realtime.welcome?.sessionId === sessionId) {
-        const answer = await this.realtime.sendEvents(events, this.requestTimeoutMs, this.closing.signal);
-        if (answer.kind === 'ack') {
-          this.counters.sent += events.length;
-          this.counters.duplicates += answer.duplicates;
-          return { kind: 'sent' };
-        }
-        if (answer.kind === 'refused') return { kind: 'rejected', error: answer.error };
-        if (this.closing.signal.aborted) return { kind: 'closed' };
-      }
-      try {
-        const result = await this.http.request<EventBatchResult>(
-          'POST',
-          path,
-          { events },
-          this.closing.signal,
-        );
-        this.counters.sent += events.length;
-        this.counters.duplicates += result?.duplicates ?? 0;
-        return { kind: 'sent' };
-      } catch (error) {
-        if (!(error instanceof LivelineError)) throw error;
-        if (error.code === 'closed') return { kind: 'closed' };
-        if (error.retryable) {
-          this.counters.retries++;
-          const delay = error.retryAfterMs ?? backoffDelay(attempt, this.retry, this.random);
-          if (!(await this.sleep(delay))) return { kind: 'closed' };
-          continue;
-        }
-        // An auth failure is about the token, not the batch: keep the events for a new token.
-        if (error.status === 401 || error.status === 403) return { kind: 'halted', error };
-        if (error.status === 413 && events.length > 1) return { kind: 'tooLarge' };
-        return { kind: 'rejected', error };
-      }
-    }
-  }
-
-  /** Resolves `true` after `ms` (or sooner, when the realtime channel comes back), `false` once the device is closed. */
-  private sleep(ms: number): Promise<boolean> {
-    const signal = this.closing.signal;
-    if (signal.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const finish = (value: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        if (this.wakeSleep === wake) this.wakeSleep = null;
-        resolve(value);
-      };
-      const onAbort = () => finish(false);
-      const wake = () => finish(true);
-      // setTimeout fires at once for delays past 2^31 − 1 ms; a huge Retry-After must not become 0.
-      const timer = setTimeout(wake, Math.min(ms, MAX_TIMER_MS));
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.wakeSleep = wake;
-    });
-  }
-
-  /** Resolves the flushes whose events have all left the buffer; with `error`, rejects every flush. */
-  private settleWaiters(error?: LivelineError): void {
-    const oldest = this.buffer[0]?.seq ?? Number.POSITIVE_INFINITY;
-    this.waiters = this.waiters.filter((waiter) => {
-      if (error) waiter.reject(error);
-      else if (waiter.through < oldest) waiter.resolve();
-      else return true;
-      return false;
-    });
-  }
-}
-
-function sessionPath(sessionId: string): string {
-  return `${SESSIONS_PATH}/${encodeURIComponent(sessionId)}`;
-}
-
-function closedError(): LivelineError {
-  return new LivelineError({ status: 0, code: 'closed', detail: 'The device was closed.' });
 }

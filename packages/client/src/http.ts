@@ -1,15 +1,14 @@
+import type { FieldError } from '@liveline/protocol';
+
+/** One field-level complaint of a problem document (`errors[]`), as `@liveline/protocol` defines it. */
+export type { FieldError };
+
 /** The device's view of time; tests inject their own. */
 export interface Clock {
   now(): number;
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
-
-/** One field-level complaint of a problem document (`errors[]`). */
-export interface FieldError {
-  path: string;
-  message: string;
-}
 
 /**
  * Every failure the SDK reports. HTTP failures carry the server's problem document (`status`, `code`,
@@ -155,4 +154,9 @@ function isFieldError(value: unknown): value is FieldError {
   if (typeof value !== 'object' || value === null) return false;
   const { path, message } = value as Record<string, unknown>;
   return typeof path === 'string' && typeof message === 'string';
+}
+
+/** The error of anything asked of a device after `close()`. */
+export function closedError(): LivelineError {
+  return new LivelineError({ status: 0, code: 'closed', detail: 'The device was closed.' });
 }

@@ -1,3 +1,14 @@
+export {
+  AspectRatio,
+  type CameraControlName,
+  type CameraControlSpec,
+  CameraControls,
+  CameraView,
+  cameraControlNames,
+  isCameraControlName,
+  LookType,
+  Resolution,
+} from '@liveline/protocol';
 export { backoffDelay, type RetryOptions } from './backoff.ts';
 export * from './challenges.ts';
 export {
@@ -27,17 +38,6 @@ export {
   type StreamOptions,
 } from './device.ts';
 export { Emitter } from './emitter.ts';
-export {
-  AspectRatio,
-  type CameraControlName,
-  type CameraControlSpec,
-  CameraControls,
-  CameraView,
-  cameraControlNames,
-  isCameraControlName,
-  LookType,
-  Resolution,
-} from './enums.ts';
 export {
   type ClientEvent,
   type ClientEventFields,

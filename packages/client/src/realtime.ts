@@ -1,25 +1,24 @@
+import {
+  CloseCode,
+  compileFrameReader,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  type ErrorMessage,
+  type EventsMessage,
+  type HeartbeatMessage,
+  SERVER_MESSAGE_SCHEMAS,
+  type ServerMessage,
+  type WelcomeMessage,
+} from '@liveline/protocol';
 import { backoffDelay, type RetryOptions } from './backoff.ts';
 import type { RealtimeCommand } from './commands.ts';
 import type { StampedEvent } from './events.ts';
-import { type FieldError, LivelineError } from './http.ts';
+import { LivelineError } from './http.ts';
 import type { RealtimeSocket, SocketClose, SocketConnector } from './socket.ts';
 
-/** Close codes of the realtime channel (CONTRACT §2). */
-export const CloseCode = {
-  normal: 1000,
-  tooBig: 1009,
-  restart: 1012,
-  replaced: 4001,
-  forbidden: 4003,
-  notFound: 4004,
-  sessionEnded: 4009,
-} as const;
+export { CloseCode };
 
 /** The server's `welcome`. */
-export interface WelcomeInfo {
-  sessionId: string;
-  heartbeatIntervalMs: number;
-}
+export type WelcomeInfo = Omit<WelcomeMessage, 'type'>;
 
 export interface DisconnectedInfo {
   /** The close code: 1006 when the connection dropped or never opened. */
@@ -87,8 +86,8 @@ interface PendingRequest {
 const DEAD_AFTER_INTERVALS = 3;
 /** How long `disconnect()` waits for the closing handshake before dropping the connection. */
 const CLOSE_TIMEOUT_MS = 1000;
-const DEFAULT_HEARTBEAT_MS = 15_000;
-const SOCKET_MESSAGE_LIMIT = 256 * 1024;
+/** Server frames, each checked against its type's schema by a validator compiled once. */
+const readFrame = compileFrameReader<ServerMessage>(SERVER_MESSAGE_SCHEMAS);
 /** Codes of `error` answers to an `events` message that refuse the batch itself (an HTTP 400). */
 const BATCH_REFUSALS = new Set(['validation_failed', 'unknown_event_type']);
 
@@ -113,7 +112,7 @@ export class RealtimeChannel {
 
   constructor(options: RealtimeChannelOptions) {
     this.options = options;
-    this.maxMessageBytes = options.maxMessageBytes ?? SOCKET_MESSAGE_LIMIT;
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   }
 
   /** True between the server's `welcome` and the end of that connection. */
@@ -198,7 +197,7 @@ export class RealtimeChannel {
       return Promise.resolve({ kind: 'unavailable' });
     }
     const requestId = crypto.randomUUID();
-    const text = JSON.stringify({ type: 'events', events, requestId });
+    const text = JSON.stringify({ type: 'events', events, requestId } satisfies EventsMessage);
     if (!fitsIn(text, this.maxMessageBytes)) return Promise.resolve({ kind: 'unavailable' });
     return new Promise<SocketBatchAnswer>((resolve) => {
       const finish = (answer: SocketBatchAnswer) => {
@@ -263,54 +262,45 @@ export class RealtimeChannel {
 
   private receive(conn: Connection, text: string): void {
     conn.lastContact = performance.now();
-    let message: unknown;
-    try {
-      message = JSON.parse(text);
-    } catch {
+    const reading = readFrame(text);
+    if (reading.kind === 'invalid') {
+      // A frame this SDK cannot read. If it answers a batch of ours, that batch goes over HTTP now
+      // rather than after a timeout; anything else is dropped, like a frame that is not JSON.
+      const requestId = reading.value.requestId;
+      if (typeof requestId === 'string') this.requests.get(requestId)?.resolve({ kind: 'unavailable' });
       return;
     }
-    if (typeof message !== 'object' || message === null) return;
-    const m = message as Record<string, unknown>;
-    switch (m.type) {
+    // Not JSON, not a message, or a type of a newer server: ignored.
+    if (reading.kind !== 'message') return;
+    const message = reading.message;
+    switch (message.type) {
       case 'welcome':
-        this.onWelcome(conn, m);
+        this.onWelcome(conn, {
+          sessionId: message.sessionId,
+          heartbeatIntervalMs: message.heartbeatIntervalMs,
+        });
         return;
       case 'command':
-        if (typeof m.commandId === 'string' && typeof m.name === 'string') {
-          this.options.listener.command({
-            commandId: m.commandId,
-            name: m.name,
-            data: m.data,
-            issuedAt: typeof m.issuedAt === 'number' ? m.issuedAt : 0,
-          });
-        }
+        this.options.listener.command({
+          commandId: message.commandId,
+          name: message.name,
+          data: message.data,
+          issuedAt: message.issuedAt,
+        });
         return;
       case 'events.ack': {
-        const pending = typeof m.requestId === 'string' ? this.requests.get(m.requestId) : undefined;
-        pending?.resolve({
-          kind: 'ack',
-          accepted: typeof m.accepted === 'number' ? m.accepted : 0,
-          duplicates: typeof m.duplicates === 'number' ? m.duplicates : 0,
-        });
+        const pending = message.requestId === undefined ? undefined : this.requests.get(message.requestId);
+        pending?.resolve({ kind: 'ack', accepted: message.accepted, duplicates: message.duplicates });
         return;
       }
       case 'error':
-        this.onError(m);
+        this.onError(message);
         return;
-      default:
-      // Message types of a newer server are ignored.
     }
   }
 
-  private onWelcome(conn: Connection, m: Record<string, unknown>): void {
-    const interval =
-      typeof m.heartbeatIntervalMs === 'number' && m.heartbeatIntervalMs > 0
-        ? m.heartbeatIntervalMs
-        : DEFAULT_HEARTBEAT_MS;
-    const welcome = {
-      sessionId: typeof m.sessionId === 'string' ? m.sessionId : '',
-      heartbeatIntervalMs: interval,
-    };
+  private onWelcome(conn: Connection, welcome: WelcomeInfo): void {
+    const interval = welcome.heartbeatIntervalMs;
     conn.welcome = welcome;
     this.attempt = 0;
     clearInterval(conn.heartbeat);
@@ -320,7 +310,7 @@ export class RealtimeChannel {
         conn.socket?.terminate();
         return;
       }
-      conn.socket?.send(JSON.stringify({ type: 'heartbeat' }));
+      conn.socket?.send(JSON.stringify({ type: 'heartbeat' } satisfies HeartbeatMessage));
     }, interval);
     const waiters = this.connectWaiters;
     this.connectWaiters = [];
@@ -328,11 +318,9 @@ export class RealtimeChannel {
     this.options.listener.welcome(welcome);
   }
 
-  private onError(m: Record<string, unknown>): void {
-    const code = typeof m.code === 'string' ? m.code : 'error';
-    const detail = typeof m.message === 'string' ? m.message : 'The server reported an error.';
-    const errors = Array.isArray(m.errors) ? m.errors.filter(isFieldError) : undefined;
-    const pending = typeof m.requestId === 'string' ? this.requests.get(m.requestId) : undefined;
+  private onError(m: ErrorMessage): void {
+    const { code, message: detail, errors } = m;
+    const pending = m.requestId === undefined ? undefined : this.requests.get(m.requestId);
     if (pending) {
       // A refused batch is final, like an HTTP 400; any other failure is retried over HTTP.
       pending.resolve(
@@ -342,7 +330,7 @@ export class RealtimeChannel {
       );
       return;
     }
-    const commandId = typeof m.commandId === 'string' ? ` (command ${m.commandId})` : '';
+    const commandId = m.commandId === undefined ? '' : ` (command ${m.commandId})`;
     this.options.listener.serverError(
       new LivelineError({ status: 0, code, detail: `${detail}${commandId}`, errors }),
     );
@@ -453,10 +441,4 @@ function fitsIn(text: string, limit: number): boolean {
   if (text.length * 3 <= limit) return true;
   if (text.length > limit) return false;
   return new TextEncoder().encode(text).length <= limit;
-}
-
-function isFieldError(value: unknown): value is FieldError {
-  if (typeof value !== 'object' || value === null) return false;
-  const { path, message } = value as Record<string, unknown>;
-  return typeof path === 'string' && typeof message === 'string';
 }

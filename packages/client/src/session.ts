@@ -1,4 +1,4 @@
-import type { AspectRatio, Resolution } from './enums.ts';
+import type { AspectRatio, Resolution } from '@liveline/protocol';
 
 /** What the app may say about the headset when a session starts. */
 export interface DeviceInfo {
@@ -53,4 +53,12 @@ export interface Session {
 export interface EventBatchResult {
   accepted: number;
   duplicates: number;
+}
+
+/** Where the device's sessions live on the server. */
+export const SESSIONS_PATH = '/client/v1/sessions';
+
+/** The path of one session, under which its device routes sit (`/events`, `/end`, `/stream/start`, …). */
+export function sessionPath(sessionId: string): string {
+  return `${SESSIONS_PATH}/${encodeURIComponent(sessionId)}`;
 }
