@@ -13,6 +13,4 @@ export {
   type DeviceToken,
   type Tenant,
 } from './service.ts';
-/** @deprecated Ask the service: `auth.tenantExists(tenantId)` or `auth.findTenant(tenantId)`. */
-export { findTenant } from './store.ts';
 export type { DevicePrincipal, OperatorPrincipal, Principal, TenantPrincipal } from './tokens.ts';
