@@ -1,3 +1,4 @@
+import { AspectRatioSchema, ResolutionSchema } from '@liveline/protocol';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { deviceOf } from '../../http/auth.ts';
@@ -8,20 +9,8 @@ import type { StreamsService } from './service.ts';
 
 const DeviceSessionParams = Type.Object({ sessionId: Uuid }, { additionalProperties: false });
 
-/** CONTRACT §3 enumerations. */
-export const Resolution = Type.Integer({
-  minimum: 0,
-  maximum: 4,
-  description: '0 = 480p, 1 = 720p, 2 = 1080p, 3 = 1440p, 4 = 2160p.',
-});
-export const AspectRatio = Type.Integer({
-  minimum: 0,
-  maximum: 4,
-  description: '0 = 16:9, 1 = 9:16, 2 = 1:1, 3 = 4:3, 4 = 21:9.',
-});
-
 export const StreamStartBody = Type.Object(
-  { resolution: Resolution, aspectratio: AspectRatio },
+  { resolution: ResolutionSchema, aspectratio: AspectRatioSchema },
   { additionalProperties: false },
 );
 const StreamAnswer = Type.Object({ streamingSessionId: Uuid });
