@@ -35,7 +35,9 @@ export class CommandDelivery {
   private readonly lines = new Map<string, Line>();
   /** Commands accepted here whose delivery is awaited: set when a `delivered` message names them. */
   private readonly waiting = new Map<string, { at: number | null; wake: () => void }>();
-  private readonly marks: Batcher<string, undefined>;
+  private readonly marks: Batcher<{ commandId: string; at: number }, undefined>;
+  /** Written to a socket here, delivery time not yet committed: command → when it was written. */
+  private readonly unmarked = new Map<string, number>();
   private transport: CommandTransport | null = null;
 
   constructor(
@@ -46,9 +48,17 @@ export class CommandDelivery {
     private readonly log: FastifyBaseLogger,
     private readonly options: DeliveryOptions,
   ) {
-    this.marks = new Batcher(async (ids) => {
-      await store.markDelivered(storage.db, ids, clock.now());
-      return ids.map(() => undefined);
+    this.marks = new Batcher(async (marks) => {
+      const byTime = new Map<number, string[]>();
+      for (const { commandId, at } of marks) {
+        const ids = byTime.get(at);
+        if (ids) ids.push(commandId);
+        else byTime.set(at, [commandId]);
+      }
+      await storage.db.transaction().execute(async (trx) => {
+        for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
+      });
+      return marks.map(() => undefined);
     });
     bus.subscribe((message) => this.onBus(message));
   }
@@ -115,6 +125,11 @@ export class CommandDelivery {
     });
   }
 
+  /** When this process wrote the command to its device, while that is not yet committed. */
+  writtenAt(commandId: string): number | undefined {
+    return this.unmarked.get(commandId);
+  }
+
   /** The connection closed: what it was sent but not answered goes again on the next one. */
   closed(sessionId: string, connectionId: string) {
     if (this.lines.get(sessionId)?.connectionId === connectionId) this.lines.delete(sessionId);
@@ -151,7 +166,19 @@ export class CommandDelivery {
           }),
         );
         if (written.length === 0) return;
-        await Promise.all(written.map((id) => this.marks.submit(id)));
+        // The delivery time is committed in the background (group-committed with others): the
+        // accepting process is told at once, and this process shows it meanwhile (`writtenAt`).
+        const at = this.clock.now();
+        for (const id of written) {
+          this.unmarked.set(id, at);
+          this.marks.submit({ commandId: id, at }).then(
+            () => this.unmarked.delete(id),
+            (err: unknown) => {
+              this.unmarked.delete(id);
+              this.log.warn({ err, commandId: id }, 'delivery mark failed');
+            },
+          );
+        }
         await this.bus.publish({
           type: 'delivered',
           sessionId,

@@ -200,6 +200,9 @@ export class CommandsService {
 
   /** The command as the API shows it. An open command past its expiry is shown expired at once. */
   view(row: CommandRow) {
+    // Written to the socket here, its delivery time still being committed.
+    const writtenAt = row.status === 'queued' ? this.delivery.writtenAt(row.command_id) : undefined;
+    if (writtenAt !== undefined) row = { ...row, status: 'delivered', delivered_at: writtenAt };
     const open = row.status === 'queued' || row.status === 'delivered';
     const status = (open && row.expires_at <= this.clock.now() ? 'expired' : row.status) as CommandStatus;
     return {
