@@ -18,4 +18,20 @@ for (const bench of benches) {
     if (run.status !== 0) failed = true;
   }
 }
+// Commands at fleet scale (docs/performance.md): each file with its arguments; each bounds its own time.
+const fleetBenches: string[][] = [
+  ['command-load.ts'],
+  ['command-load.ts', '--find-max'],
+  ['idle-sockets.ts'],
+];
+for (const [bench, ...args] of fleetBenches) {
+  for (const backend of backends) {
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', path.join(import.meta.dirname, bench), ...args],
+      { env: { ...process.env, BENCH_BACKEND: backend }, stdio: ['ignore', 'inherit', 'inherit'] },
+    );
+    if (run.status !== 0) failed = true;
+  }
+}
 process.exit(failed ? 1 : 0);
