@@ -16,7 +16,7 @@ import { authRoutes } from './modules/auth/index.ts';
 import { commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
 import { realtimePlugin } from './modules/realtime/index.ts';
-import { rewardsRoutes } from './modules/rewards/index.ts';
+import { rewardsPlugin } from './modules/rewards/index.ts';
 import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
 import { webhooksPlugin } from './modules/webhooks/index.ts';
@@ -186,7 +186,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(streamsPlugin, { streams, sessions });
   await app.register(commandsPlugin, { commands, sessions });
   await app.register(realtimePlugin, { hub, sessions });
-  await app.register(rewardsRoutes, { ctx });
+  await app.register(rewardsPlugin, { rewards: services.rewards, publicUrl: config.publicUrl });
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
   return app;
 }

@@ -10,6 +10,7 @@ import { type AuthService, createAuth, loadServerKeys, type OperatorToken } from
 import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
+import { createRewards, type Rewards } from './modules/rewards/index.ts';
 import { SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
 import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
@@ -40,6 +41,8 @@ export interface Services {
   commands: CommandsService;
   hub: RealtimeHub;
   webhooks: WebhooksService;
+  /** Campaigns, challenges, progress, claims and verification. */
+  rewards: Rewards;
   /** Where modules write webhook messages, in the transaction of the fact they report. */
   outbox: Outbox;
   /** Periodic jobs and self-paced workers, started with the server (see jobs.ts). */
@@ -83,6 +86,15 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       metrics,
       tenants: auth,
     });
+    const rewards = createRewards({
+      storage,
+      clock,
+      config,
+      digestKey: keys.digestKey,
+      outbox: webhooks.outbox,
+      streams,
+      tenants: auth,
+    });
 
     const services: Services = {
       config,
@@ -103,6 +115,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       commands,
       hub,
       webhooks,
+      rewards,
       outbox: webhooks.outbox,
       jobs: [],
       workers: webhooks.workers(),

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challenges, claim, HttpClient, LivelineError } from '../../../client/src/index.ts';
 import { newAchievementCode, newDisplayCode } from '../../src/modules/rewards/codes.ts';
-import { RewardsService } from '../../src/modules/rewards/service.ts';
+import { createRewards } from '../../src/modules/rewards/index.ts';
 import { call } from '../helpers/api.ts';
 import { DAY, LONG_CLOCK_ENV, MINUTE, nextDay, RewardsTenant, verify } from '../helpers/rewards.ts';
 import { backends, manualClock, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -529,11 +529,15 @@ describe.each(backends)('streaming challenges (%s)', (backend) => {
     // A service whose first draw repeats the stored codes: the insert fails on the unique index.
     const displays = [String(taken.displayCode), 'ZZZZ-ZZZ2'];
     const achievements = [String(taken.achievementCode), newAchievementCode()];
-    const rewards = new RewardsService(server.services, {
-      display: () => displays.shift() ?? newDisplayCode(),
-      achievement: () => achievements.shift() ?? newAchievementCode(),
+    const rewards = createRewards({
+      ...server.services,
+      tenants: { tenantExists: async () => true },
+      codes: {
+        display: () => displays.shift() ?? newDisplayCode(),
+        achievement: () => achievements.shift() ?? newAchievementCode(),
+      },
     });
-    const { claim: row, created } = await rewards.claim(tenant.tenantId, 'second', ch.challengeId);
+    const { claim: row, created } = await rewards.claims.claim(tenant.tenantId, 'second', ch.challengeId);
     expect(created).toBe(true);
     expect(row.display_code).toBe('ZZZZ-ZZZ2');
     const rows = await server.services.storage.db

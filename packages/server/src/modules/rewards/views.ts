@@ -1,5 +1,6 @@
-import type { RuleType } from './progress.ts';
+import type { ProgressMetrics, RuleType } from './progress.ts';
 import type { RedemptionConfig, RedemptionPayload } from './redemption.ts';
+import type { EvaluatedChallenge } from './standing.ts';
 import type { CampaignRow, ChallengeRow, ClaimRow } from './store.ts';
 
 /** Rows as the API shows them. */
@@ -76,5 +77,40 @@ export function claimView(row: ClaimRow): ClaimView {
     displayCode: row.display_code,
     claimedAt: row.claimed_at,
     redemption: JSON.parse(row.redemption) as RedemptionPayload,
+  };
+}
+
+/** A challenge in the viewer app's list: the player's progress, status and claim. */
+export function deviceChallengeView(e: EvaluatedChallenge, imageBase: string) {
+  return {
+    ...challengeView(e.challenge, imageBase),
+    progress: e.progress,
+    status: e.status,
+    claim: e.claim ? claimView(e.claim) : null,
+  };
+}
+
+/** The tenant's view of one player in one campaign. */
+export function playerProgressView(
+  campaign: CampaignRow,
+  playerId: string,
+  progress: { evaluatedAt: number; metrics: ProgressMetrics; challenges: EvaluatedChallenge[] },
+) {
+  return {
+    campaignId: campaign.campaign_id,
+    playerId,
+    evaluatedAt: progress.evaluatedAt,
+    metrics: progress.metrics,
+    challenges: progress.challenges.map((e) => ({
+      challengeId: e.challenge.challenge_id,
+      rewardCode: e.challenge.reward_code,
+      rewardTitle: e.challenge.reward_title,
+      rule: { type: e.challenge.rule_type as RuleType, target: e.challenge.rule_target },
+      progress: e.progress,
+      status: e.status,
+      claimId: e.claim?.claim_id ?? null,
+      claimedAt: e.claim?.claimed_at ?? null,
+      verifiedAt: e.claim?.verified_at ?? null,
+    })),
   };
 }
