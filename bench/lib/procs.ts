@@ -228,7 +228,8 @@ export async function startLiveline(options: LivelineOptions): Promise<LivelineS
   };
   const server = await startChild(
     options.label ?? 'liveline',
-    ['--expose-gc'],
+    // BENCH_SERVER_NODE_ARGS adds flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" for a profile.
+    ['--expose-gc', ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)],
     path.join(ROOT, 'bench/lib/server-entry.ts'),
     env,
     async () => {
