@@ -63,7 +63,12 @@ export class SqliteThread {
 
   /** Starts the thread and opens the database in it; rejects (thread ended) when that fails. */
   static async start(options: WorkerOptions): Promise<SqliteThread> {
-    const worker = new Worker(new URL('./sqlite-worker.js', import.meta.url), { workerData: options });
+    // No inherited `--import tsx` (or other loader flags): the worker is plain JavaScript, and a
+    // loader would cost every start hundreds of milliseconds.
+    const worker = new Worker(new URL('./sqlite-worker.js', import.meta.url), {
+      workerData: options,
+      execArgv: [],
+    });
     const thread = new SqliteThread(worker);
     try {
       await thread.request({ op: 'open' });
