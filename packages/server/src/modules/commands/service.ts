@@ -32,12 +32,7 @@ export type IssueHook = (
   command: { commandId: string; data: unknown },
 ) => Promise<Record<string, unknown> | undefined>;
 
-interface Ack {
-  sessionId: string;
-  commandId: string;
-  status: 'acknowledged' | 'failed';
-  error: string | null;
-}
+type Ack = store.Settlement;
 
 interface PendingInsert {
   row: CommandRow;
@@ -70,14 +65,7 @@ export class CommandsService {
       },
     );
     this.acks = new Batcher((acks) =>
-      storage.db.transaction().execute(async (trx) => {
-        const rows: (CommandRow | undefined)[] = [];
-        const now = clock.now();
-        for (const a of acks) {
-          rows.push(await store.settleCommand(trx, a.sessionId, a.commandId, a.status, a.error, now));
-        }
-        return rows;
-      }),
+      storage.db.transaction().execute((trx) => store.settleCommands(trx, acks, clock.now())),
     );
   }
 
@@ -134,18 +122,18 @@ export class CommandsService {
     return deliveredAt === null ? view : { ...view, status: 'delivered' as const, deliveredAt };
   }
 
+  /** The hooks run in order (a stream's compare-and-set), then every row goes in by a few statements. */
   private async insertAll(trx: Kysely<Database>, items: PendingInsert[]) {
     const rows: CommandRow[] = [];
     for (const { row, session, hook } of items) {
       const extra = hook
         ? await hook(trx, session, { commandId: row.command_id, data: JSON.parse(row.data) })
         : undefined;
-      const stored = extra
-        ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) }
-        : row;
-      await store.insertCommand(trx, stored);
-      rows.push(stored);
+      rows.push(
+        extra ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) } : row,
+      );
     }
+    await store.insertCommands(trx, rows);
     return rows;
   }
 

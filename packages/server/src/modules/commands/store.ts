@@ -5,8 +5,17 @@ import type { CommandsTable } from '../../storage/schema.ts';
 
 export type CommandRow = Selectable<CommandsTable>;
 
-export async function insertCommand(db: Kysely<Database>, row: CommandRow) {
-  await db.insertInto('commands').values(row).execute();
+/** Rows per insert statement (13 columns each: well inside every backend's bind-parameter limit). */
+const INSERT_CHUNK = 500;
+
+/** Inserts command rows, many per statement. */
+export async function insertCommands(db: Kysely<Database>, rows: CommandRow[]) {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    await db
+      .insertInto('commands')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .execute();
+  }
 }
 
 export function findCommand(db: Kysely<Database>, sessionId: string, commandId: string) {
@@ -53,24 +62,46 @@ export async function markDelivered(db: Kysely<Database>, commandIds: string[], 
     .execute();
 }
 
-/** Settles an open, unexpired command; undefined when it was not open (unknown, settled or expired). */
-export function settleCommand(
-  db: Kysely<Database>,
-  sessionId: string,
-  commandId: string,
-  status: 'acknowledged' | 'failed',
-  error: string | null,
-  now: number,
-) {
-  return db
-    .updateTable('commands')
-    .set({ status, error, settled_at: now })
-    .where('command_id', '=', commandId)
-    .where('session_id', '=', sessionId)
-    .where('status', 'in', ['queued', 'delivered'])
-    .where('expires_at', '>', now)
-    .returningAll()
-    .executeTakeFirst();
+export interface Settlement {
+  sessionId: string;
+  commandId: string;
+  status: 'acknowledged' | 'failed';
+  error: string | null;
+}
+
+/**
+ * Settles open, unexpired commands; for each settlement, the settled row, or undefined when the
+ * command was not open (unknown, another session's, settled or expired — or named twice: the first
+ * settles it). Plain acknowledgements (the usual answer) are written by one statement.
+ */
+export async function settleCommands(db: Kysely<Database>, settlements: Settlement[], now: number) {
+  const out: (CommandRow | undefined)[] = new Array(settlements.length).fill(undefined);
+  const open = (q: ReturnType<typeof settleQuery>) =>
+    q.where('status', 'in', ['queued', 'delivered']).where('expires_at', '>', now);
+  const settleQuery = (status: string, error: string | null) =>
+    db.updateTable('commands').set({ status, error, settled_at: now });
+  const plain = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [i] : []));
+  if (plain.length > 0) {
+    const pairs = sql.join(plain.map((i) => sql`(${settlements[i].sessionId}, ${settlements[i].commandId})`));
+    const rows = await open(settleQuery('acknowledged', null))
+      .where(sql<boolean>`(session_id, command_id) in (values ${pairs})`)
+      .returningAll()
+      .execute();
+    const byId = new Map(rows.map((r) => [r.command_id, r]));
+    for (const i of plain) {
+      out[i] = byId.get(settlements[i].commandId);
+      byId.delete(settlements[i].commandId);
+    }
+  }
+  for (const [i, s] of settlements.entries()) {
+    if (s.status === 'acknowledged' && s.error === null) continue;
+    out[i] = await open(settleQuery(s.status, s.error))
+      .where('command_id', '=', s.commandId)
+      .where('session_id', '=', s.sessionId)
+      .returningAll()
+      .executeTakeFirst();
+  }
+  return out;
 }
 
 /** Marks every open command past its expiry as expired; each row is claimed once. */
