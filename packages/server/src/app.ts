@@ -142,6 +142,10 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // before the body is read means a flood of large or invalid requests is throttled too.
     hook: 'onRequest',
     timeWindow: 1000,
+    // With several processes the counts live in Redis; while it is unreachable requests go through.
+    ...(services.redis
+      ? { redis: services.redis.command, nameSpace: `${config.redisPrefix}rl:`, skipOnError: true }
+      : {}),
     keyGenerator: rateLimitKey,
     max: (_request, key) => (key.startsWith('d:') ? config.rateLimitDeviceRps : config.rateLimitTenantRps),
     allowList: (request) => {
@@ -156,14 +160,26 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({
     status: 'ok',
   }));
-  app.get('/readyz', { schema: { tags: ['ops'], summary: 'Storage is reachable.' } }, async () => {
-    try {
-      await ctx.storage.ping();
-    } catch {
-      throw problems.unavailable('Storage is not reachable.');
-    }
-    return { status: 'ready', storage: ctx.storage.dialect };
-  });
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['ops'],
+        summary:
+          'Storage is reachable. With REDIS_URL, `redis` says whether this process reaches Redis; ' +
+          'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1).',
+      },
+    },
+    async () => {
+      try {
+        await ctx.storage.ping();
+      } catch {
+        throw problems.unavailable('Storage is not reachable.');
+      }
+      const redis = services.redis ? { redis: services.redis.up ? 'up' : 'down' } : {};
+      return { status: 'ready', storage: ctx.storage.dialect, ...redis };
+    },
+  );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(authRoutes, { auth: services.auth });

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
-import { type Bus, MemoryBus, MemoryPresence, type Presence } from './bus/index.ts';
+import { type Bus, type BusDeployment, connectBus, type Presence, type RedisLink } from './bus/index.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
@@ -29,6 +29,8 @@ export interface Services {
   signals: Signals;
   bus: Bus;
   presence: Presence;
+  /** The link to Redis that joins this process to the others; null when it runs alone. */
+  redis: RedisLink | null;
   auth: AuthService;
   /** The operator's admin token (the auth service's), printed once when this start generated it. */
   operator: OperatorToken;
@@ -59,13 +61,21 @@ export interface Services {
  */
 export async function compose(config: Config, clock: Clock, logger: Logger): Promise<Services> {
   const storage = await openStorage(config);
+  let deployment: BusDeployment | undefined;
   try {
     const log = logger as FastifyBaseLogger;
     const keys = await loadServerKeys(storage, config.secretKey, clock.now());
     const metrics = createMetrics();
     const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
-    const bus: Bus = new MemoryBus();
-    const presence: Presence = new MemoryPresence();
+    deployment = await connectBus({
+      redisUrl: config.redisUrl,
+      redisPrefix: config.redisPrefix,
+      presenceLeaseMs: config.presenceLeaseMs,
+      log,
+      registry: metrics.registry,
+    });
+    const { bus, presence } = deployment;
+    const joined = deployment;
 
     const events = new EventsService(storage, clock, metrics, {
       maxEventsPerBatch: config.maxEventsPerBatch,
@@ -105,6 +115,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       signals,
       bus,
       presence,
+      redis: joined.redis,
       auth,
       operator: auth.operator,
       digestKey: keys.digestKey,
@@ -120,8 +131,8 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       jobs: [],
       workers: webhooks.workers(),
       async close() {
-        await bus.close();
-        await presence.close();
+        await sessions.flushContacts().catch(() => {});
+        await joined.close();
         await storage.close();
       },
     };
@@ -129,6 +140,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     services.jobs = jobsOf(services);
     return services;
   } catch (err) {
+    await deployment?.close();
     await storage.close();
     throw err;
   }
