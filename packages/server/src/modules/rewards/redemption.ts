@@ -1,40 +1,9 @@
+import type { Redemption, RedemptionConfig } from '@liveline/protocol';
 import type { FieldError } from '../../http/problem.ts';
 
-/** How a claimed reward reaches the player (CONTRACT §7): the tenant's configuration per campaign. */
-export type RedemptionConfig =
-  | { method: 'displayCode'; instructionsTemplate: string }
-  | {
-      method: 'intent';
-      form: IntentForm;
-      packageName: string;
-      activityName?: string;
-      action?: string;
-      category?: string;
-      flags?: number;
-      dataUrlTemplate: string;
-    }
-  | { method: 'webUrl'; urlTemplate: string };
-
-export const INTENT_FORMS = ['startActivity', 'broadcast', 'startService'] as const;
-export type IntentForm = (typeof INTENT_FORMS)[number];
-export const REDEMPTION_METHODS = ['displayCode', 'intent', 'webUrl'] as const;
-
+export type { RedemptionConfig };
 /** What a claim carries to the viewer app: the configuration with the claim's values filled in. */
-export type RedemptionPayload =
-  | { method: 'displayCode'; code: string; instructions: string }
-  | {
-      method: 'intent';
-      form: IntentForm;
-      packageName: string;
-      activityName: string | null;
-      action: string | null;
-      category: string | null;
-      flags: number | null;
-      dataUrl: string;
-      extras: { achievementCode: string; rewardCode: string };
-      fallbackUrl: string;
-    }
-  | { method: 'webUrl'; url: string };
+export type RedemptionPayload = Redemption;
 
 export interface ClaimValues {
   displayCode: string;

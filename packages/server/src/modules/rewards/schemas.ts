@@ -1,7 +1,12 @@
+import {
+  RedemptionSchema as ClaimRedemptionSchema,
+  REDEMPTION_CONFIG_SCHEMAS,
+  REDEMPTION_METHODS,
+  RedemptionConfigSchema,
+} from '@liveline/protocol';
 import { Type } from 'typebox';
 import { StringEnum, Uuid } from '../../http/schemas.ts';
 import { RULE_TYPES } from './progress.ts';
-import { INTENT_FORMS, REDEMPTION_METHODS } from './redemption.ts';
 import { TARGET_MAX, TARGET_MIN } from './rules.ts';
 import { LIMITS } from './template-import.ts';
 
@@ -12,46 +17,9 @@ const Text = (max: number, description?: string) =>
 const Time = Type.Integer({ minimum: 0, description: 'Unix milliseconds.' });
 const NullableTime = Type.Union([Time, Type.Null()]);
 
-export const DisplayCodeRedemption = Type.Object(
-  {
-    method: Type.Literal('displayCode'),
-    instructionsTemplate: Text(4096, 'Shown to the player; must contain {code}, may use {rewardTitle}.'),
-  },
-  { additionalProperties: false },
-);
-export const IntentRedemption = Type.Object(
-  {
-    method: Type.Literal('intent'),
-    form: StringEnum(INTENT_FORMS),
-    packageName: Type.String({
-      minLength: 1,
-      maxLength: 255,
-      pattern: '^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z0-9_]+)*$',
-      description: 'Android application id, e.g. com.example.game.',
-    }),
-    activityName: Type.Optional(Text(255, 'Activity or service (class name) to start.')),
-    action: Type.Optional(Text(255)),
-    category: Type.Optional(Text(255)),
-    flags: Type.Optional(
-      Type.Integer({ minimum: -2147483648, maximum: 2147483647, description: 'int32 bitmask.' }),
-    ),
-    dataUrlTemplate: Text(2048, 'Must contain {achievement.code} and {reward.code}.'),
-  },
-  { additionalProperties: false },
-);
-export const WebUrlRedemption = Type.Object(
-  {
-    method: Type.Literal('webUrl'),
-    urlTemplate: Text(2048, 'An http(s) URL; must contain {achievement.code} and {reward.code}.'),
-  },
-  { additionalProperties: false },
-);
-export const RedemptionSchema = Type.Union([DisplayCodeRedemption, IntentRedemption, WebUrlRedemption]);
-export const REDEMPTION_SCHEMAS = {
-  displayCode: DisplayCodeRedemption,
-  intent: IntentRedemption,
-  webUrl: WebUrlRedemption,
-} as const;
+// The redemption shapes are part of the protocol (the viewer app reads them too): defined once there.
+export const RedemptionSchema = RedemptionConfigSchema;
+export const REDEMPTION_SCHEMAS = REDEMPTION_CONFIG_SCHEMAS;
 
 const campaignFields = {
   name: Text(200),
@@ -150,23 +118,6 @@ export const ChallengeSchema = Type.Object({
 const Progress = Type.Object({ value: Type.Integer(), target: Type.Integer() });
 const ChallengeStatus = StringEnum(['inProgress', 'complete', 'claimed'] as const);
 
-export const RedemptionPayloadSchema = Type.Union([
-  Type.Object({ method: Type.Literal('displayCode'), code: Type.String(), instructions: Type.String() }),
-  Type.Object({
-    method: Type.Literal('intent'),
-    form: StringEnum(INTENT_FORMS),
-    packageName: Type.String(),
-    activityName: Type.Union([Type.String(), Type.Null()]),
-    action: Type.Union([Type.String(), Type.Null()]),
-    category: Type.Union([Type.String(), Type.Null()]),
-    flags: Type.Union([Type.Integer(), Type.Null()]),
-    dataUrl: Type.String(),
-    extras: Type.Object({ achievementCode: Type.String(), rewardCode: Type.String() }),
-    fallbackUrl: Type.String(),
-  }),
-  Type.Object({ method: Type.Literal('webUrl'), url: Type.String() }),
-]);
-
 export const ClaimSchema = Type.Object({
   claimId: Type.Integer({ minimum: 1 }),
   challengeId: Uuid,
@@ -175,7 +126,7 @@ export const ClaimSchema = Type.Object({
   achievementCode: Type.String(),
   displayCode: Type.String({ description: 'XXXX-XXXX' }),
   claimedAt: Time,
-  redemption: RedemptionPayloadSchema,
+  redemption: ClaimRedemptionSchema,
 });
 
 export const DeviceChallengeSchema = Type.Object({
