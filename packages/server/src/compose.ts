@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
+import { failureWindow } from './limits/index.ts';
 import { type AuthService, createAuth, loadServerKeys, type OperatorToken } from './modules/auth/index.ts';
 import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventsService } from './modules/events/index.ts';
@@ -104,6 +105,12 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       outbox: webhooks.outbox,
       streams,
       tenants: auth,
+      verifyFailures: failureWindow(joined.redis, clock, {
+        name: 'verify',
+        limit: config.rewards.verifyFailuresPerMinute,
+        windowMs: 60_000,
+        log,
+      }),
     });
 
     const services: Services = {

@@ -29,6 +29,17 @@ const CONNECT_WAIT_MS = 5000;
 /** A failing Redis operation is logged at most this often per kind (an outage must not flood the log). */
 const LOG_EVERY_MS = 5000;
 
+/** Logs a failing Redis operation, at most once every few seconds per kind (an outage must not flood the log). */
+export function redisErrorLogger(log: Pick<BusOptions['log'], 'warn'>) {
+  const lastLogged = new Map<string, number>();
+  return (err: unknown, what: string) => {
+    const now = Date.now();
+    if (now - (lastLogged.get(what) ?? 0) < LOG_EVERY_MS) return;
+    lastLogged.set(what, now);
+    log.warn({ err, what }, 'redis operation failed');
+  };
+}
+
 /**
  * The in-memory bus and presence for one process; with `REDIS_URL`, their Redis implementations.
  * A Redis that is down at start does not stop the process (CONTRACT §9.1: it serves its own sockets).
@@ -48,13 +59,7 @@ export async function connectBus(options: BusOptions): Promise<BusDeployment> {
     };
   }
   const { log } = options;
-  const lastLogged = new Map<string, number>();
-  const onError = (err: unknown, what: string) => {
-    const now = Date.now();
-    if (now - (lastLogged.get(what) ?? 0) < LOG_EVERY_MS) return;
-    lastLogged.set(what, now);
-    log.warn({ err, what }, 'redis operation failed');
-  };
+  const onError = redisErrorLogger(log);
   const redis = new RedisLink({ url: options.redisUrl, prefix: options.redisPrefix });
   redis.on('up', () => log.info({}, 'redis is up'));
   redis.on('down', () => log.warn({}, 'redis is down: serving this process only until it is back'));

@@ -1,5 +1,5 @@
 export type { Bus, BusHandler, BusMessage, WireCommand } from './bus.ts';
-export { type BusDeployment, connectBus } from './connect.ts';
+export { type BusDeployment, connectBus, redisErrorLogger } from './connect.ts';
 export { MemoryBus } from './memory-bus.ts';
 export { MemoryPresence } from './memory-presence.ts';
 export type { Presence } from './presence.ts';

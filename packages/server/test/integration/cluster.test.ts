@@ -166,6 +166,26 @@ if (clusterCanRun)
       expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15 - DEVICE_RPS);
     });
 
+    it('counts failed reward verifications across processes', async () => {
+      const campaign = await call(servers[0].url, 'POST', '/campaigns', {
+        token: tenant.token,
+        json: { name: 'limits', redemption: { method: 'displayCode', instructionsTemplate: 'Code: {code}' } },
+      });
+      expect(campaign.status).toBe(201);
+      const guess = (s: ServerProcess, i: number) =>
+        call(s.url, 'POST', '/campaigns/verifyrewardcode', {
+          json: {
+            campaignSecret: campaign.body.campaignSecret,
+            verificationCode: `ZZZZ-ZZZ${'23456789'[i % 8]}`,
+          },
+        });
+      // 10 failures a minute per address and campaign: spread over three processes, not 10 each.
+      const answers = [];
+      for (let i = 0; i < 12; i++) answers.push((await guess(servers[i % 3], i)).status);
+      expect(answers.slice(0, 10)).toEqual(Array(10).fill(404));
+      expect(answers.slice(10)).toEqual([429, 429]);
+    });
+
     it('sends each webhook once although every process dispatches', async () => {
       const receiver = await startReceiver();
       try {

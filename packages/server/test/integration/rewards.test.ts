@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challenges, claim, HttpClient, LivelineError } from '../../../client/src/index.ts';
 import { newAchievementCode, newDisplayCode } from '../../src/modules/rewards/codes.ts';
+import { MemoryFailureWindow } from '../../src/limits/index.ts';
 import { createRewards } from '../../src/modules/rewards/index.ts';
 import { call } from '../helpers/api.ts';
 import { DAY, LONG_CLOCK_ENV, MINUTE, nextDay, RewardsTenant, verify } from '../helpers/rewards.ts';
@@ -532,6 +533,7 @@ describe.each(backends)('streaming challenges (%s)', (backend) => {
     const rewards = createRewards({
       ...server.services,
       tenants: { tenantExists: async () => true },
+      verifyFailures: new MemoryFailureWindow(server.services.clock, { limit: 10, windowMs: 60_000 }),
       codes: {
         display: () => displays.shift() ?? newDisplayCode(),
         achievement: () => achievements.shift() ?? newAchievementCode(),

@@ -1,6 +1,7 @@
 import type { Clock } from '../../clock.ts';
 import type { RewardsConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
+import type { FailureWindow } from '../../limits/index.ts';
 import type { Outbox } from '../../outbox.ts';
 import type { Storage } from '../../storage/index.ts';
 import { CampaignsService } from './campaigns.ts';
@@ -27,6 +28,8 @@ export interface RewardsDeps {
   /** The player's stream intervals, from which progress is computed. */
   streams: StreamIntervals;
   tenants: TenantDirectory;
+  /** Failed verifications per address and campaign, in a window shared by the deployment's processes. */
+  verifyFailures: FailureWindow;
   /** Where claim codes come from; random by default (tests force collisions through it). */
   codes?: ClaimCodes;
 }
@@ -66,7 +69,7 @@ export function createRewards(deps: RewardsDeps): Rewards {
       clock,
       outbox,
       campaigns,
-      failuresPerMinute: deps.config.rewards.verifyFailuresPerMinute,
+      failures: deps.verifyFailures,
     }),
     async requireTenant(tenantId) {
       if (!(await tenants.tenantExists(tenantId))) throw problems.notFound('tenant');

@@ -1,11 +1,11 @@
 import type { Clock } from '../../clock.ts';
 import { problems } from '../../http/problem.ts';
+import type { FailureWindow } from '../../limits/index.ts';
 import type { Outbox, OutboxMessage } from '../../outbox.ts';
 import { constantTimeEqual } from '../../secrets.ts';
 import type { Storage } from '../../storage/index.ts';
 import type { CampaignsService } from './campaigns.ts';
 import { parseVerificationCode } from './codes.ts';
-import { FailureLimiter } from './limiter.ts';
 import type { ClaimRow } from './store.ts';
 import * as store from './store.ts';
 
@@ -29,8 +29,8 @@ export interface VerifyDeps {
   clock: Clock;
   outbox: Outbox;
   campaigns: CampaignsService;
-  /** Failed verifications allowed per minute per address and campaign; 0 = no limit. */
-  failuresPerMinute: number;
+  /** Failed verifications per address and campaign (CONTRACT §7: 10 a minute), shared by the deployment. */
+  failures: FailureWindow;
 }
 
 /**
@@ -40,11 +40,7 @@ export interface VerifyDeps {
  * nothing. The first verification writes `reward.verified` in its own transaction.
  */
 export class VerifyService {
-  private readonly limiter: FailureLimiter;
-
-  constructor(private readonly deps: VerifyDeps) {
-    this.limiter = new FailureLimiter(deps.clock, deps.failuresPerMinute);
-  }
+  constructor(private readonly deps: VerifyDeps) {}
 
   async verify(input: VerifyInput, address: string): Promise<Verification> {
     const digest = this.deps.campaigns.digest(input.campaignSecret);
@@ -55,22 +51,17 @@ export class VerifyService {
       (input.campaignId === undefined || input.campaignId === found.campaign_id)
         ? found
         : null;
-    const key = campaign
-      ? `${address}\u0000${campaign.campaign_id}`
-      : `${address}\u0000?${input.campaignId ?? ''}`;
-    const wait = this.limiter.retryAfterS(key);
-    if (wait !== null) throw problems.rateLimited(wait);
-    if (!campaign) {
-      this.limiter.fail(key);
-      throw problems.invalidCampaignSecret();
-    }
+    // Unknown secrets count per address, whatever campaign the caller names.
+    const key = campaign ? `${address}\u0000${campaign.campaign_id}` : `${address}\u0000?`;
+    // The failure is reserved before the lookup and given back on success: a burst cannot pass the limit.
+    const reservation = await this.deps.failures.reserve(key);
+    if (!reservation.ok) throw problems.rateLimited(reservation.retryAfterS);
+    if (!campaign) throw problems.invalidCampaignSecret();
     const code = parseVerificationCode(input.verificationCode);
     const db = this.deps.storage.db;
     const claim = code ? await store.findClaimByCode(db, campaign.campaign_id, code) : undefined;
-    if (!claim) {
-      this.limiter.fail(key);
-      throw problems.entitlementNotFound();
-    }
+    if (!claim) throw problems.entitlementNotFound();
+    await this.deps.failures.release(key, reservation.token);
     return this.markVerified(claim);
   }
 
