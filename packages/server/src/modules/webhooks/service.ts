@@ -113,7 +113,16 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
     () => dispatcher.nudge(),
   );
   const retention = retentionJob(storage, clock, config, logger);
-  const service = new WebhooksService({ storage, clock, config, tenants, cache, outbox, dispatcher, retention });
+  const service = new WebhooksService({
+    storage,
+    clock,
+    config,
+    tenants,
+    cache,
+    outbox,
+    dispatcher,
+    retention,
+  });
   return service;
 }
 
