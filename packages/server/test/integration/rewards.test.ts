@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challenges, claim, HttpClient, LivelineError } from '../../../client/src/index.ts';
-import { newAchievementCode, newDisplayCode } from '../../src/modules/rewards/codes.ts';
 import { MemoryFailureWindow } from '../../src/limits/index.ts';
+import { newAchievementCode, newDisplayCode } from '../../src/modules/rewards/codes.ts';
 import { createRewards } from '../../src/modules/rewards/index.ts';
 import { call } from '../helpers/api.ts';
 import { DAY, LONG_CLOCK_ENV, MINUTE, nextDay, RewardsTenant, verify } from '../helpers/rewards.ts';
