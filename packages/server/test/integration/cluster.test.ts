@@ -166,6 +166,29 @@ if (clusterCanRun)
       expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15 - DEVICE_RPS);
     });
 
+    it("stops a deleted client's tokens on every process within a second", async () => {
+      const other = await createTenant(servers[0].url, ADMIN_TOKEN);
+      // Every process has just seen the token work (and may remember that).
+      for (const s of servers)
+        expect((await call(s.url, 'GET', '/sessions/active', { token: other.token })).status).toBe(200);
+      const deleted = await call(
+        servers[0].url,
+        'DELETE',
+        `/admin/v1/tenants/${other.tenantId}/clients/${other.clientId}`,
+        {
+          token: ADMIN_TOKEN,
+        },
+      );
+      expect(deleted.status).toBe(204);
+      // At once on the process that deleted it; within 1 s on the others.
+      expect((await call(servers[0].url, 'GET', '/sessions/active', { token: other.token })).status).toBe(
+        401,
+      );
+      await sleep(1100);
+      for (const s of servers)
+        expect((await call(s.url, 'GET', '/sessions/active', { token: other.token })).status).toBe(401);
+    });
+
     it('counts failed reward verifications across processes', async () => {
       const campaign = await call(servers[0].url, 'POST', '/campaigns', {
         token: tenant.token,

@@ -43,11 +43,18 @@ export function createAuth(deps: AuthDeps): AuthService {
  * Who may call what (CONTRACT §1): tenants, their OAuth2 clients, the tokens the server issues, and
  * the one question every request asks — who holds this bearer token.
  */
+/** How long an answer about a client's liveness is trusted (other processes' revocations apply within it). */
+const CLIENT_LIVENESS_MS = 1000;
+const MAX_REMEMBERED_CLIENTS = 10_000;
+
 export class AuthService {
   private readonly storage: Storage;
   private readonly clock: Clock;
   private readonly config: AuthConfig;
   private readonly digestKey: Buffer;
+
+  /** Recent answers of `isClientLive`, by tenant and client. */
+  private readonly liveness = new Map<string, { live: boolean; until: number }>();
 
   constructor(
     deps: AuthDeps,
@@ -72,9 +79,20 @@ export class AuthService {
     return this.tokens.verify(token);
   }
 
-  /** True while the client of a tenant token exists and is not revoked (its tokens stop at once). */
-  isClientLive(principal: Pick<TenantPrincipal, 'tenantId' | 'clientId'>): Promise<boolean> {
-    return store.isClientLive(this.storage, principal.tenantId, principal.clientId);
+  /**
+   * True while the client of a tenant token exists and is not revoked. Asked on every request, so the
+   * answer is remembered for `CLIENT_LIVENESS_MS`: a revocation through this process applies at once
+   * (it forgets the answer), one through another process within that time (CONTRACT §9.1: 1 s).
+   */
+  async isClientLive(principal: Pick<TenantPrincipal, 'tenantId' | 'clientId'>): Promise<boolean> {
+    const key = `${principal.tenantId}\u0000${principal.clientId}`;
+    const known = this.liveness.get(key);
+    const now = performance.now();
+    if (known && known.until > now) return known.live;
+    const live = await store.isClientLive(this.storage, principal.tenantId, principal.clientId);
+    if (this.liveness.size >= MAX_REMEMBERED_CLIENTS) this.liveness.clear();
+    this.liveness.set(key, { live, until: now + CLIENT_LIVENESS_MS });
+    return live;
   }
 
   /** The public keys that verify every token the server issues (`/.well-known/jwks.json`). */
@@ -124,8 +142,9 @@ export class AuthService {
 
   /** Revokes a live client of the tenant, or a 404 `not_found`. */
   async revokeClient(tenantId: string, clientId: string): Promise<void> {
-    if (!(await store.revokeClient(this.storage, tenantId, clientId, this.clock.now())))
-      throw problems.notFound('client');
+    const revoked = await store.revokeClient(this.storage, tenantId, clientId, this.clock.now());
+    this.liveness.delete(`${tenantId}\u0000${clientId}`);
+    if (!revoked) throw problems.notFound('client');
   }
 
   // --- tokens --------------------------------------------------------------------------------------
