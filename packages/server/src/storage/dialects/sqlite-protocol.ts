@@ -15,6 +15,8 @@ export type WorkerRequest =
   | { id: number; op: 'query'; sql: string; params: readonly unknown[]; begin: boolean }
   /** One insert statement run once per row, the whole batch in one message. */
   | { id: number; op: 'bulk'; sql: string; rows: readonly (readonly unknown[])[]; begin: boolean }
+  /** COMMIT; when it fails, the worker rolls the transaction back before answering. */
+  | { id: number; op: 'commit' }
   | { id: number; op: 'close' };
 
 export interface WorkerError {

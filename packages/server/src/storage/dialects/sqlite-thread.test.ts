@@ -117,6 +117,25 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
     expect(await values(db)).toHaveLength(8);
   });
 
+  it('a COMMIT that fails is rolled back before the next transaction (queued behind it) runs', async () => {
+    const { db } = await open(reads);
+    await sql`create table parent (id text primary key)`.execute(db);
+    await sql`create table child (id text primary key, parent text references parent (id))`.execute(db);
+    // A deferred foreign key fails at COMMIT, not at the insert.
+    const failing = db.transaction().execute(async (trx) => {
+      await sql`pragma defer_foreign_keys = on`.execute(trx);
+      await sql`insert into child (id, parent) values ('c', 'missing')`.execute(trx);
+      await trx.insertInto('kv').values({ k: 'from-failed', v: '1' }).execute();
+    });
+    const next = db.transaction().execute(async (trx) => {
+      await trx.insertInto('kv').values({ k: 'next', v: '1' }).execute();
+    });
+    await expect(failing).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+    await next;
+    expect(await values(db)).toEqual(['next=1']);
+    expect((await sql`select * from child`.execute(db)).rows).toEqual([]);
+  });
+
   it('a unique violation keeps its better-sqlite3 code and message', async () => {
     const { db } = await open(reads);
     await db.insertInto('kv').values({ k: 'a', v: '1' }).execute();

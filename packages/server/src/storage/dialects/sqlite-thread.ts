@@ -118,6 +118,15 @@ export class SqliteThread {
   }
 
   /**
+   * Commits the worker's transaction. The request is posted before this returns (the caller may
+   * hand the connection on at once: whatever it sends next runs after the COMMIT); the promise
+   * settles when the COMMIT is done, fsync included.
+   */
+  commit(): Promise<Ok> {
+    return this.request({ op: 'commit' });
+  }
+
+  /**
    * Closes the database in the worker (after every request sent before) and waits for the thread
    * to end. Idempotent; later requests are rejected.
    */
@@ -236,6 +245,8 @@ class ThreadConnection implements DatabaseConnection {
    * round trip to the worker fewer per transaction); a transaction that sent nothing ends in place.
    */
   private beginPending = false;
+  /** COMMIT was posted: the connection has been handed on. */
+  private committing = false;
 
   constructor(private readonly driver: SqliteThreadDriver) {}
 
@@ -253,15 +264,41 @@ class ThreadConnection implements DatabaseConnection {
   async begin() {
     if (!this.held) await this.lock();
     this.beginPending = true;
+    this.committing = false;
   }
 
-  /** COMMIT or ROLLBACK; nothing to send when the transaction never reached the worker. */
-  async end(sql: 'commit' | 'rollback') {
+  /**
+   * COMMIT, pipelined: the connection goes to the next waiting user as soon as COMMIT is posted, so
+   * the next transaction's first statement is already queued in the worker while this COMMIT's
+   * fsync runs. This transaction's promise still settles only when its COMMIT is done. A failed
+   * COMMIT is rolled back in the worker itself, before anything queued behind it runs.
+   */
+  async commit() {
     if (this.beginPending) {
       this.beginPending = false;
       return;
     }
-    await this.executeQuery(CompiledQuery.raw(sql));
+    if (!this.held) await this.lock();
+    const done = this.driver.thread.commit();
+    this.committing = true;
+    this.release();
+    await done;
+  }
+
+  async rollback() {
+    // Never begun in the worker, or already rolled back there after a failed COMMIT (and the
+    // connection may belong to another transaction by now).
+    if (this.beginPending || this.committing) {
+      this.beginPending = false;
+      return;
+    }
+    await this.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  release() {
+    if (!this.held) return;
+    this.held = false;
+    this.driver.mutex.unlock();
   }
 
   private async lock() {
@@ -307,11 +344,11 @@ class SqliteThreadDriver implements Driver {
   }
 
   async commitTransaction(connection: DatabaseConnection) {
-    await threadConnection(connection).end('commit');
+    await threadConnection(connection).commit();
   }
 
   async rollbackTransaction(connection: DatabaseConnection) {
-    await threadConnection(connection).end('rollback');
+    await threadConnection(connection).rollback();
   }
 
   async savepoint(connection: DatabaseConnection, name: string) {
@@ -327,11 +364,7 @@ class SqliteThreadDriver implements Driver {
   }
 
   async releaseConnection(connection: DatabaseConnection) {
-    const c = threadConnection(connection);
-    if (c.held) {
-      c.held = false;
-      this.mutex.unlock();
-    }
+    threadConnection(connection).release();
   }
 
   /** Waits for the connection (a transaction in progress finishes), then closes reader and worker. */

@@ -55,6 +55,20 @@ function bulk(sql, rows) {
   return inserted;
 }
 
+/**
+ * COMMIT. The driver hands the connection to the next transaction as soon as it has sent COMMIT (its
+ * statements queue behind it here), so a COMMIT that fails must not leave its transaction open for
+ * them: it is rolled back before the error is reported.
+ */
+function commit() {
+  try {
+    prepare('commit').run();
+  } catch (err) {
+    if (db?.inTransaction) db.prepare('rollback').run();
+    throw err;
+  }
+}
+
 function close() {
   statements.clear();
   if (db?.open) db.close();
@@ -80,6 +94,10 @@ port.on('message', (msg) => {
         return;
       case 'query':
         port.postMessage({ id: msg.id, ok: true, ...query(msg.sql, msg.params) });
+        return;
+      case 'commit':
+        commit();
+        port.postMessage({ id: msg.id, ok: true });
         return;
       case 'bulk': {
         const inserted = bulk(msg.sql, msg.rows);
