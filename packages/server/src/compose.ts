@@ -138,7 +138,9 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       jobs: [],
       workers: webhooks.workers(),
       async close() {
+        // What was noted in memory to be written in batches (contact, delivery times) is written now.
         await sessions.flushContacts().catch(() => {});
+        await delivery.flushMarks().catch(() => {});
         await joined.close();
         await storage.close();
       },

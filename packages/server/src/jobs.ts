@@ -65,7 +65,16 @@ export interface Worker {
 }
 
 /** Every periodic job of a server process. */
-export function jobsOf({ config, sessions, streams, commands, hub, presence, webhooks }: Services): Job[] {
+export function jobsOf({
+  config,
+  sessions,
+  streams,
+  commands,
+  delivery,
+  hub,
+  presence,
+  webhooks,
+}: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
   const graceMs = config.streamGraceS * 1000;
   return [
@@ -83,6 +92,8 @@ export function jobsOf({ config, sessions, streams, commands, hub, presence, web
       everyMs: Math.min(5_000, Math.max(250, graceMs / 4)),
       run: () => streams.sweepDisconnected(graceMs, (ids) => presence.connected(ids)),
     },
+    // Delivery times of commands written to sockets here and not yet answered.
+    { name: 'commands.delivery-marks', everyMs: 250, run: () => delivery.flushMarks() },
     // Open commands past their time become `expired` (and the streams module rolls back).
     { name: 'commands.expiry', everyMs: config.commandSweepIntervalMs, run: () => commands.sweepExpired() },
     // Server pings find dead device sockets.

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { Batcher } from '../../batcher.ts';
 import type { Bus, BusMessage, Presence, WireCommand } from '../../bus/index.ts';
 import type { Clock } from '../../clock.ts';
 import type { Storage } from '../../storage/index.ts';
@@ -35,9 +34,12 @@ export class CommandDelivery {
   private readonly lines = new Map<string, Line>();
   /** Commands accepted here whose delivery is awaited: set when a `delivered` message names them. */
   private readonly waiting = new Map<string, { at: number | null; wake: () => void }>();
-  private readonly marks: Batcher<{ commandId: string; at: number }, undefined>;
-  /** Written to a socket here, delivery time not yet committed: command → when it was written. */
-  private readonly unmarked = new Map<string, number>();
+  /**
+   * Written to a socket here, delivery time not yet written: command → when. `flushMarks` (a job)
+   * writes them a few times a second; a command answered before that needs no mark of its own (its
+   * settlement records the delivery too), so most commands cost no write for their delivery.
+   */
+  private unmarked = new Map<string, number>();
   private transport: CommandTransport | null = null;
 
   constructor(
@@ -48,18 +50,6 @@ export class CommandDelivery {
     private readonly log: FastifyBaseLogger,
     private readonly options: DeliveryOptions,
   ) {
-    this.marks = new Batcher(async (marks) => {
-      const byTime = new Map<number, string[]>();
-      for (const { commandId, at } of marks) {
-        const ids = byTime.get(at);
-        if (ids) ids.push(commandId);
-        else byTime.set(at, [commandId]);
-      }
-      await storage.db.transaction().execute(async (trx) => {
-        for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
-      });
-      return marks.map(() => undefined);
-    });
     bus.subscribe((message) => this.onBus(message));
   }
 
@@ -125,9 +115,37 @@ export class CommandDelivery {
     });
   }
 
-  /** When this process wrote the command to its device, while that is not yet committed. */
+  /** When this process wrote the command to its device, while that is not yet written down. */
   writtenAt(commandId: string): number | undefined {
     return this.unmarked.get(commandId);
+  }
+
+  /** The command was settled (its settlement records the delivery): no mark of its own is needed. */
+  settled(commandId: string) {
+    this.unmarked.delete(commandId);
+  }
+
+  /** Writes the delivery times noted since the last flush, in one transaction. */
+  async flushMarks(): Promise<number> {
+    if (this.unmarked.size === 0) return 0;
+    const marks = this.unmarked;
+    this.unmarked = new Map();
+    const byTime = new Map<number, string[]>();
+    for (const [commandId, at] of marks) {
+      const ids = byTime.get(at);
+      if (ids) ids.push(commandId);
+      else byTime.set(at, [commandId]);
+    }
+    try {
+      await this.storage.db.transaction().execute(async (trx) => {
+        for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
+      });
+    } catch (err) {
+      // Kept for the next flush (a newer entry for the same command wins).
+      for (const [id, at] of marks) if (!this.unmarked.has(id)) this.unmarked.set(id, at);
+      throw err;
+    }
+    return marks.size;
   }
 
   /** The connection closed: what it was sent but not answered goes again on the next one. */
@@ -166,19 +184,10 @@ export class CommandDelivery {
           }),
         );
         if (written.length === 0) return;
-        // The delivery time is committed in the background (group-committed with others): the
-        // accepting process is told at once, and this process shows it meanwhile (`writtenAt`).
+        // The delivery time is written in the background (`flushMarks`): the accepting process is
+        // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
         const at = this.clock.now();
-        for (const id of written) {
-          this.unmarked.set(id, at);
-          this.marks.submit({ commandId: id, at }).then(
-            () => this.unmarked.delete(id),
-            (err: unknown) => {
-              this.unmarked.delete(id);
-              this.log.warn({ err, commandId: id }, 'delivery mark failed');
-            },
-          );
-        }
+        for (const id of written) this.unmarked.set(id, at);
         await this.bus.publish({
           type: 'delivered',
           sessionId,

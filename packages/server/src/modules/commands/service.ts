@@ -168,6 +168,7 @@ export class CommandsService {
       status: ok ? 'acknowledged' : 'failed',
       error: ok ? null : JSON.stringify(error ?? 'failed'),
     });
+    if (row) this.delivery.settled(commandId);
     if (!row) {
       const existing = await store.findCommand(this.storage.db, sessionId, commandId);
       if (!existing) return 'unknown';

@@ -50,16 +50,17 @@ export function pendingCommands(db: Kysely<Database>, sessionId: string, now: nu
 }
 
 export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {
-  if (commandIds.length === 0) return;
   // A quick device may have answered already: its answer stays, the delivery time is still recorded.
-  await db
-    .updateTable('commands')
-    .set({
-      status: sql<string>`case when status = 'queued' then 'delivered' else status end`,
-      delivered_at: sql<number>`coalesce(delivered_at, ${at})`,
-    })
-    .where('command_id', 'in', commandIds)
-    .execute();
+  for (let i = 0; i < commandIds.length; i += INSERT_CHUNK) {
+    await db
+      .updateTable('commands')
+      .set({
+        status: sql<string>`case when status = 'queued' then 'delivered' else status end`,
+        delivered_at: sql<number>`coalesce(delivered_at, ${at})`,
+      })
+      .where('command_id', 'in', commandIds.slice(i, i + INSERT_CHUNK))
+      .execute();
+  }
 }
 
 export interface Settlement {
@@ -79,7 +80,13 @@ export async function settleCommands(db: Kysely<Database>, settlements: Settleme
   const open = (q: ReturnType<typeof settleQuery>) =>
     q.where('status', 'in', ['queued', 'delivered']).where('expires_at', '>', now);
   const settleQuery = (status: string, error: string | null) =>
-    db.updateTable('commands').set({ status, error, settled_at: now });
+    db.updateTable('commands').set({
+      status,
+      error,
+      settled_at: now,
+      // An answered command was delivered, whether or not its delivery mark was written yet.
+      delivered_at: sql<number>`coalesce(delivered_at, ${now})`,
+    });
   const plain = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [i] : []));
   if (plain.length > 0) {
     const pairs = sql.join(plain.map((i) => sql`(${settlements[i].sessionId}, ${settlements[i].commandId})`));
