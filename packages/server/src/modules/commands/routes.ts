@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import { tenantOf } from '../../http/auth.ts';
+import { noBodyIsEmptyObject } from '../../http/empty-body.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { type FieldError, problems } from '../../http/problem.ts';
 import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
@@ -111,10 +112,7 @@ const accepted = { 202: Type.Ref('Command'), ...problemResponses(400, 401, 403, 
 const BASE = '/sessions/:SessionId/realtime/commands';
 const commandRoute = {
   config: { auth: { tenant: 'commands:send' } },
-  // No body at all is the same as `{}`.
-  preValidation: async (request: FastifyRequest) => {
-    if (request.body === undefined) request.body = {};
-  },
+  preValidation: noBodyIsEmptyObject,
 } as const;
 const commandSchema = (summary: string, body: TSchema) => ({
   tags: ['commands'],

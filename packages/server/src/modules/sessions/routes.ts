@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastif
 import { Type } from 'typebox';
 import type { Clock } from '../../clock.ts';
 import { deviceOf, tenantOf } from '../../http/auth.ts';
+import { noBodyIsEmptyObject } from '../../http/empty-body.ts';
 import { readGetBody } from '../../http/get-body.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { problems } from '../../http/problem.ts';
@@ -73,10 +74,7 @@ function registerDeviceRoutes(
     '/client/v1/sessions',
     {
       config: { auth: { device: true } },
-      // No body at all is the same as `{}`.
-      preValidation: async (request) => {
-        if (request.body === undefined) request.body = {};
-      },
+      preValidation: noBodyIsEmptyObject,
       schema: {
         tags: ['device'],
         summary: 'Start a session for the token’s player.',

@@ -2,6 +2,7 @@ import { AspectRatioSchema, ResolutionSchema } from '@liveline/protocol';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { deviceOf } from '../../http/auth.ts';
+import { noBodyIsEmptyObject } from '../../http/empty-body.ts';
 import { problems } from '../../http/problem.ts';
 import { EmptyObject, problemResponses, Uuid } from '../../http/schemas.ts';
 import type { SessionRow, SessionsService } from '../sessions/index.ts';
@@ -35,9 +36,7 @@ function routeOptions(
   return {
     config: { auth: { device: true } } as const,
     // A stop or a record start needs no body: none at all is the same as `{}`.
-    preValidation: async (request: FastifyRequest) => {
-      if (request.body === undefined && body === EmptyObject) request.body = {};
-    },
+    ...(body === EmptyObject ? { preValidation: noBodyIsEmptyObject } : {}),
     schema: {
       tags: ['device'],
       summary,

@@ -34,9 +34,7 @@ export type RewardParams = { campaignId: string; challengeId: string; playerId: 
 export const ids = (request: FastifyRequest) => request.params as RewardParams;
 
 /** Lets an action route be called without a body, as if it were `{}`. */
-export async function emptyBody(request: FastifyRequest) {
-  if (request.body === undefined) request.body = {};
-}
+export { noBodyIsEmptyObject as emptyBody } from '../../../http/empty-body.ts';
 
 /** The server's own URL as the caller reached it (or LIVELINE_PUBLIC_URL), for `imageUrl`. */
 export function serverUrl(publicUrl: string | null, request: FastifyRequest): string {

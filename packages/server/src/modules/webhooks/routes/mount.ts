@@ -28,9 +28,7 @@ export const ids = (request: FastifyRequest) => request.params as WebhookParams;
 export const NoBody = Type.Object({}, { additionalProperties: false, description: 'No body (or `{}`).' });
 
 /** Lets an action route be called without a body, as if it were `{}`. */
-export async function emptyBody(request: FastifyRequest) {
-  if (request.body === undefined) request.body = {};
-}
+export { noBodyIsEmptyObject as emptyBody } from '../../../http/empty-body.ts';
 
 function closed(base: Record<string, TSchema>) {
   return (extra: Record<string, TSchema> = {}) =>
