@@ -254,11 +254,14 @@ runMain('command-load', 20 * 60, async () => {
   }
   const byLabel = (label: string) => driven.find((d) => d.target.label === label);
 
+  // Warm-up at the first rate measured: a warm-up above what the server holds would leave a backlog
+  // that the first step then pays for.
+  const warmupRate = args['find-max'] ? Math.min(rate, Number(args['start-rate'])) : rate;
   for (const d of driven) {
-    log(`warm-up ${d.target.label}: ${warmupSeconds} s at ${rate}/s`);
+    log(`warm-up ${d.target.label}: ${warmupSeconds} s at ${warmupRate}/s`);
     await runLoad(d.target, d.devices, receipts, {
       connections,
-      rate,
+      rate: warmupRate,
       seconds: warmupSeconds,
       drainMs,
     });
