@@ -89,6 +89,12 @@ function requestHash(request: FastifyRequest) {
     .digest('base64url');
 }
 
+/** The request's Idempotency-Key and, with one, the digest that tells a retry from another request. */
+function keyOf(request: FastifyRequest) {
+  const key = idempotencyKey(request);
+  return { idempotencyKey: key, requestHash: key === null ? null : requestHash(request) };
+}
+
 function idempotencyKey(request: FastifyRequest): string | null {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return null;
@@ -139,8 +145,7 @@ export const commandsPlugin: FastifyPluginAsync<CommandsPluginOptions> = async (
       name,
       data,
       ttlSeconds: (request.query as { ttlSeconds?: number }).ttlSeconds ?? LIMITS.ttlSeconds.default,
-      idempotencyKey: idempotencyKey(request),
-      requestHash: requestHash(request),
+      ...keyOf(request),
     });
   };
   registerStreamCommands(app, send);

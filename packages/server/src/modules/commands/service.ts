@@ -19,7 +19,7 @@ export interface IssueCommand {
   ttlSeconds: number;
   idempotencyKey: string | null;
   /** Digest of the request, so a reused Idempotency-Key with another request is refused. */
-  requestHash: string;
+  requestHash: string | null;
 }
 
 /**
@@ -42,13 +42,15 @@ interface PendingInsert {
 
 export type AckResult = 'settled' | 'unknown' | 'expired' | 'already_settled';
 
+/** A write to the command log: a new command, or a device's answer to one. */
+type LogWrite = { insert: PendingInsert } | { ack: Ack };
+
 /**
  * The command log (CONTRACT §3): issuing, acknowledgements and expiry. Concurrent commands share one
  * transaction (group commit), and so do acks; delivery to the device is `CommandDelivery`'s.
  */
 export class CommandsService {
-  private readonly inserts: Batcher<PendingInsert, CommandRow>;
-  private readonly acks: Batcher<Ack, CommandRow | undefined>;
+  private readonly log: Batcher<LogWrite, CommandRow | undefined>;
   private readonly hooks = new Map<string, IssueHook>();
 
   constructor(
@@ -57,15 +59,13 @@ export class CommandsService {
     private readonly delivery: CommandDelivery,
     private readonly signals: Signals,
   ) {
+    // New commands and acks share one queue and one transaction per group (one commit, not two).
     // One writer keeps a session's commands committed, and so delivered, in the order they were accepted.
-    this.inserts = new Batcher(
-      (items) => storage.db.transaction().execute((trx) => this.insertAll(trx, items)),
+    this.log = new Batcher(
+      (writes) => storage.db.transaction().execute((trx) => this.writeLog(trx, writes)),
       {
         retryAlone: true,
       },
-    );
-    this.acks = new Batcher((acks) =>
-      storage.db.transaction().execute((trx) => store.settleCommands(trx, acks, clock.now())),
     );
   }
 
@@ -104,7 +104,7 @@ export class CommandsService {
     };
     let row: CommandRow;
     try {
-      row = await this.inserts.submit(pending);
+      row = (await this.log.submit({ insert: pending })) as CommandRow;
     } catch (err) {
       // A concurrent retry with the same key may have won the race: answer with its command.
       const raced = await this.replayed(session, input);
@@ -120,6 +120,34 @@ export class CommandsService {
     // The answer tells how far delivery got (CONTRACT §3), even when a quick device has acked already.
     const view = this.view(row);
     return deliveredAt === null ? view : { ...view, status: 'delivered' as const, deliveredAt };
+  }
+
+  /** One group of the log: its new commands, then its acks; each write's row, in order. */
+  private async writeLog(trx: Kysely<Database>, writes: LogWrite[]): Promise<(CommandRow | undefined)[]> {
+    const out: (CommandRow | undefined)[] = new Array(writes.length);
+    const inserts: number[] = [];
+    const acks: number[] = [];
+    writes.forEach((w, i) => ('insert' in w ? inserts : acks).push(i));
+    if (inserts.length > 0) {
+      const rows = await this.insertAll(
+        trx,
+        inserts.map((i) => (writes[i] as { insert: PendingInsert }).insert),
+      );
+      inserts.forEach((i, n) => {
+        out[i] = rows[n];
+      });
+    }
+    if (acks.length > 0) {
+      const rows = await store.settleCommands(
+        trx,
+        acks.map((i) => (writes[i] as { ack: Ack }).ack),
+        this.clock.now(),
+      );
+      acks.forEach((i, n) => {
+        out[i] = rows[n];
+      });
+    }
+    return out;
   }
 
   /** The hooks run in order (a stream's compare-and-set), then every row goes in by a few statements. */
@@ -162,11 +190,13 @@ export class CommandsService {
 
   /** Records the device's answer to a command and tells the modules that wait on it. */
   async acknowledge(sessionId: string, commandId: string, ok: boolean, error: unknown): Promise<AckResult> {
-    const row = await this.acks.submit({
-      sessionId,
-      commandId,
-      status: ok ? 'acknowledged' : 'failed',
-      error: ok ? null : JSON.stringify(error ?? 'failed'),
+    const row = await this.log.submit({
+      ack: {
+        sessionId,
+        commandId,
+        status: ok ? 'acknowledged' : 'failed',
+        error: ok ? null : JSON.stringify(error ?? 'failed'),
+      },
     });
     if (row) this.delivery.settled(commandId);
     if (!row) {
