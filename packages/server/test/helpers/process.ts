@@ -69,10 +69,11 @@ export async function startProcess(env: Env, options: { timeoutMs?: number } = {
     ...env,
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`no listening line within ${timeoutMs} ms:\n${stdout()}\n${stderr()}`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      // A server that did not start in time must not outlive the test that gave up on it.
+      child.kill('SIGKILL');
+      reject(new Error(`no listening line within ${timeoutMs} ms:\n${stdout()}\n${stderr()}`));
+    }, timeoutMs);
     const check = () => {
       for (const line of stdout().split('\n')) {
         if (!line.startsWith('{')) continue;
