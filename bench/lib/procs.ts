@@ -221,6 +221,10 @@ export async function startLiveline(options: LivelineOptions): Promise<LivelineS
     LIVELINE_ADMIN_TOKEN: adminToken,
     LIVELINE_RATE_LIMIT_TENANT_RPS: '0',
     LIVELINE_RATE_LIMIT_DEVICE_RPS: '0',
+    // BENCH_SQLITE_SYNCHRONOUS=NORMAL measures without an fsync per commit (the default is FULL).
+    ...(process.env.BENCH_SQLITE_SYNCHRONOUS
+      ? { LIVELINE_SQLITE_SYNCHRONOUS: process.env.BENCH_SQLITE_SYNCHRONOUS }
+      : {}),
     ...(options.backend === 'postgres'
       ? { DATABASE_URL: process.env.DATABASE_URL ?? '', LIVELINE_DATABASE_SCHEMA: schema }
       : {}),

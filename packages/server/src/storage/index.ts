@@ -6,6 +6,7 @@ import { migrationProvider } from './migrations/index.ts';
 import type { Storage } from './storage.ts';
 
 export type { Database } from './schema.ts';
+export { Statement, StatementFamily } from './statement.ts';
 export type { DialectName, Storage } from './storage.ts';
 
 /** Opens the configured store (PostgreSQL when DATABASE_URL is set, else SQLite) and migrates it. */

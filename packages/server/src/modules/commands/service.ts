@@ -140,6 +140,7 @@ export class CommandsService {
     if (acks.length > 0) {
       const rows = await store.settleCommands(
         trx,
+        this.storage.dialect,
         acks.map((i) => (writes[i] as { ack: Ack }).ack),
         this.clock.now(),
       );
@@ -161,7 +162,7 @@ export class CommandsService {
         extra ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) } : row,
       );
     }
-    await store.insertCommands(trx, rows);
+    await store.insertCommands(trx, this.storage.dialect, rows);
     return rows;
   }
 

@@ -1,6 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { offsetOf, type PageRequest } from '../../http/pagination.ts';
-import type { Database } from '../../storage/index.ts';
+import { type Database, type DialectName, StatementFamily } from '../../storage/index.ts';
 import type { CommandsTable } from '../../storage/schema.ts';
 
 export type CommandRow = Selectable<CommandsTable>;
@@ -8,13 +8,39 @@ export type CommandRow = Selectable<CommandsTable>;
 /** Rows per insert statement (13 columns each: well inside every backend's bind-parameter limit). */
 const INSERT_CHUNK = 500;
 
-/** Inserts command rows, many per statement. */
-export async function insertCommands(db: Kysely<Database>, rows: CommandRow[]) {
+const COLUMNS = [
+  'command_id',
+  'session_id',
+  'tenant_id',
+  'name',
+  'data',
+  'status',
+  'issued_at',
+  'expires_at',
+  'delivered_at',
+  'settled_at',
+  'error',
+  'idempotency_key',
+  'request_hash',
+] as const satisfies readonly (keyof CommandRow)[];
+
+const INSERT = new StatementFamily(
+  (n) =>
+    `insert into commands (${COLUMNS.join(', ')}) values ${Array.from(
+      { length: n },
+      () => `(${COLUMNS.map(() => '?').join(', ')})`,
+    ).join(', ')}`,
+);
+
+/** Inserts command rows, many per statement (the hot path: a fixed statement, no query builder). */
+export async function insertCommands(db: Kysely<Database>, dialect: DialectName, rows: CommandRow[]) {
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await db
-      .insertInto('commands')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .execute();
+    const chunk = rows.slice(i, i + INSERT_CHUNK);
+    await INSERT.of(chunk.length).run(
+      db,
+      dialect,
+      chunk.flatMap((row) => COLUMNS.map((c) => row[c])),
+    );
   }
 }
 
@@ -70,41 +96,60 @@ export interface Settlement {
   error: string | null;
 }
 
+/** Plain acknowledgements of `n` commands: one statement (the primary key finds the rows). */
+const ACKNOWLEDGE = new StatementFamily(
+  (n) =>
+    `update commands set status = 'acknowledged', error = null, settled_at = ?, ` +
+    // An answered command was delivered, whether or not its delivery mark was written yet.
+    `delivered_at = coalesce(delivered_at, ?) ` +
+    `where command_id in (${Array(n).fill('?').join(', ')}) ` +
+    `and status in ('queued', 'delivered') and expires_at > ? ` +
+    // Each command only for its own session.
+    `and (session_id, command_id) in (values ${Array(n).fill('(?, ?)').join(', ')}) returning *`,
+);
+
 /**
  * Settles open, unexpired commands; for each settlement, the settled row, or undefined when the
  * command was not open (unknown, another session's, settled or expired — or named twice: the first
  * settles it). Plain acknowledgements (the usual answer) are written by one statement.
  */
-export async function settleCommands(db: Kysely<Database>, settlements: Settlement[], now: number) {
+export async function settleCommands(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  settlements: Settlement[],
+  now: number,
+) {
   const out: (CommandRow | undefined)[] = new Array(settlements.length).fill(undefined);
-  const open = (q: ReturnType<typeof settleQuery>) =>
-    q.where('status', 'in', ['queued', 'delivered']).where('expires_at', '>', now);
-  const settleQuery = (status: string, error: string | null) =>
-    db.updateTable('commands').set({
-      status,
-      error,
-      settled_at: now,
-      // An answered command was delivered, whether or not its delivery mark was written yet.
-      delivered_at: sql<number>`coalesce(delivered_at, ${now})`,
-    });
   const plain = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [i] : []));
-  if (plain.length > 0) {
-    const pairs = sql.join(plain.map((i) => sql`(${settlements[i].sessionId}, ${settlements[i].commandId})`));
-    const rows = await open(settleQuery('acknowledged', null))
-      .where(sql<boolean>`(session_id, command_id) in (values ${pairs})`)
-      .returningAll()
-      .execute();
+  for (let c = 0; c < plain.length; c += INSERT_CHUNK) {
+    const chunk = plain.slice(c, c + INSERT_CHUNK);
+    const rows = await ACKNOWLEDGE.of(chunk.length).run<CommandRow>(db, dialect, [
+      now,
+      now,
+      ...chunk.map((i) => settlements[i].commandId),
+      now,
+      ...chunk.flatMap((i) => [settlements[i].sessionId, settlements[i].commandId]),
+    ]);
     const byId = new Map(rows.map((r) => [r.command_id, r]));
-    for (const i of plain) {
+    for (const i of chunk) {
       out[i] = byId.get(settlements[i].commandId);
       byId.delete(settlements[i].commandId);
     }
   }
   for (const [i, s] of settlements.entries()) {
     if (s.status === 'acknowledged' && s.error === null) continue;
-    out[i] = await open(settleQuery(s.status, s.error))
+    out[i] = await db
+      .updateTable('commands')
+      .set({
+        status: s.status,
+        error: s.error,
+        settled_at: now,
+        delivered_at: sql<number>`coalesce(delivered_at, ${now})`,
+      })
       .where('command_id', '=', s.commandId)
       .where('session_id', '=', s.sessionId)
+      .where('status', 'in', ['queued', 'delivered'])
+      .where('expires_at', '>', now)
       .returningAll()
       .executeTakeFirst();
   }

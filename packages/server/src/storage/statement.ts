@@ -1,0 +1,41 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+import type { DialectName } from './storage.ts';
+
+/**
+ * A fixed SQL statement run without the query builder, for the few statements on the hottest paths
+ * (a command's insert and its ack): building and compiling a Kysely query costs more than running
+ * it there. Written once with `?` placeholders; PostgreSQL gets `$1, $2, …`. Everywhere else,
+ * use the query builder.
+ */
+export class Statement {
+  private readonly texts = new Map<DialectName, string>();
+
+  constructor(private readonly text: string) {}
+
+  run<R>(db: Kysely<Database>, dialect: DialectName, parameters: readonly unknown[]): Promise<R[]> {
+    let text = this.texts.get(dialect);
+    if (text === undefined) {
+      let n = 0;
+      text = dialect === 'postgres' ? this.text.replace(/\?/g, () => `$${++n}`) : this.text;
+      this.texts.set(dialect, text);
+    }
+    return db.executeQuery<R>(CompiledQuery.raw(text, [...parameters])).then((result) => result.rows);
+  }
+}
+
+/** Statements that differ only in how many rows (or pairs) they carry, made once per count. */
+export class StatementFamily {
+  private readonly made = new Map<number, Statement>();
+
+  constructor(private readonly make: (count: number) => string) {}
+
+  of(count: number): Statement {
+    let statement = this.made.get(count);
+    if (!statement) {
+      statement = new Statement(this.make(count));
+      this.made.set(count, statement);
+    }
+    return statement;
+  }
+}
