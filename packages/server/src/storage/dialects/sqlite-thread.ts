@@ -26,6 +26,8 @@ export class SqliteThreadError extends Error {
   }
 }
 
+const CLOSED = 'the SQLite store is closed';
+
 type Ok = Extract<WorkerReply, { ok: true }>;
 type Request = WorkerRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
@@ -55,7 +57,8 @@ export class SqliteThread {
     this.exited = new Promise((resolve) => {
       worker.once('exit', (code) => {
         this.running = false;
-        this.fail(new Error(`the SQLite worker thread exited (code ${code})`));
+        // After close() the thread's end may be seen before close()'s own reply is.
+        this.fail(new Error(this.closing ? CLOSED : `the SQLite worker thread exited (code ${code})`));
         resolve();
       });
     });
@@ -139,7 +142,7 @@ export class SqliteThread {
           // The thread failed or was already closing: it is ended below either way.
         }
       }
-      this.fail(new Error('the SQLite store is closed'));
+      this.fail(new Error(CLOSED));
       const timer = setTimeout(() => void this.worker.terminate(), 10_000);
       await this.exited;
       clearTimeout(timer);
@@ -148,7 +151,7 @@ export class SqliteThread {
   }
 
   private async terminate() {
-    this.fail(new Error('the SQLite store is closed'));
+    this.fail(new Error(CLOSED));
     await this.worker.terminate();
     await this.exited;
   }
