@@ -127,7 +127,9 @@ export class CommandsService {
     const out: (CommandRow | undefined)[] = new Array(writes.length);
     const inserts: number[] = [];
     const acks: number[] = [];
-    writes.forEach((w, i) => ('insert' in w ? inserts : acks).push(i));
+    writes.forEach((w, i) => {
+      ('insert' in w ? inserts : acks).push(i);
+    });
     if (inserts.length > 0) {
       const rows = await this.insertAll(
         trx,
