@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Bus, BusMessage, Presence, WireCommand } from '../../bus/index.ts';
 import type { Clock } from '../../clock.ts';
+import { NotedTimes } from '../../noted-times.ts';
 import type { Storage } from '../../storage/index.ts';
 import * as store from './store.ts';
 
@@ -39,7 +40,7 @@ export class CommandDelivery {
    * writes them a few times a second; a command answered before that needs no mark of its own (its
    * settlement records the delivery too), so most commands cost no write for their delivery.
    */
-  private unmarked = new Map<string, number>();
+  private readonly unmarked = new NotedTimes();
   private transport: CommandTransport | null = null;
 
   constructor(
@@ -122,30 +123,22 @@ export class CommandDelivery {
 
   /** The command was settled (its settlement records the delivery): no mark of its own is needed. */
   settled(commandId: string) {
-    this.unmarked.delete(commandId);
+    this.unmarked.forget(commandId);
   }
 
   /** Writes the delivery times noted since the last flush, in one transaction. */
   async flushMarks(): Promise<number> {
     if (this.unmarked.size === 0) return 0;
-    const marks = this.unmarked;
-    this.unmarked = new Map();
-    const byTime = new Map<number, string[]>();
-    for (const [commandId, at] of marks) {
-      const ids = byTime.get(at);
-      if (ids) ids.push(commandId);
-      else byTime.set(at, [commandId]);
-    }
+    const byTime = this.unmarked.take();
     try {
       await this.storage.db.transaction().execute(async (trx) => {
         for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
       });
     } catch (err) {
-      // Kept for the next flush (a newer entry for the same command wins).
-      for (const [id, at] of marks) if (!this.unmarked.has(id)) this.unmarked.set(id, at);
+      this.unmarked.restore(byTime);
       throw err;
     }
-    return marks.size;
+    return [...byTime.values()].reduce((n, ids) => n + ids.length, 0);
   }
 
   /** The connection closed: what it was sent but not answered goes again on the next one. */
@@ -187,7 +180,7 @@ export class CommandDelivery {
         // The delivery time is written in the background (`flushMarks`): the accepting process is
         // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
         const at = this.clock.now();
-        for (const id of written) this.unmarked.set(id, at);
+        for (const id of written) this.unmarked.note(id, at);
         await this.bus.publish({
           type: 'delivered',
           sessionId,

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { NotedTimes } from '../../noted-times.ts';
 import type { Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { DevicePrincipal, Principal } from '../auth/index.ts';
@@ -53,7 +54,7 @@ const CONTACTS_PER_STATEMENT = 500;
 export class SessionsService {
   private readonly decorators: SessionDecorator[] = [];
   /** Socket contact not yet written: session → latest contact time. */
-  private contacts = new Map<string, number>();
+  private readonly contacts = new NotedTimes(1000);
 
   constructor(
     private readonly storage: Storage,
@@ -136,28 +137,22 @@ export class SessionsService {
    * every second) writes every session's latest contact in a few statements, however many sockets.
    */
   noteContact(sessionId: string) {
-    this.contacts.set(sessionId, this.clock.now());
+    this.contacts.note(sessionId, this.clock.now());
   }
 
   /** Writes the contact noted since the last flush: one statement per second of contact times. */
   async flushContacts(): Promise<number> {
     if (this.contacts.size === 0) return 0;
-    const noted = this.contacts;
-    this.contacts = new Map();
     // lastSeenAt is kept to the second here (the hub notes a socket's contact once a second at most).
-    const bySecond = new Map<number, string[]>();
-    for (const [sessionId, at] of noted) {
-      const second = at - (at % 1000);
-      const ids = bySecond.get(second) ?? [];
-      ids.push(sessionId);
-      bySecond.set(second, ids);
-    }
+    const bySecond = this.contacts.take();
+    let written = 0;
     for (const [at, ids] of bySecond) {
       for (let i = 0; i < ids.length; i += CONTACTS_PER_STATEMENT) {
         await store.touchSessions(this.storage.db, ids.slice(i, i + CONTACTS_PER_STATEMENT), at);
       }
+      written += ids.length;
     }
-    return noted.size;
+    return written;
   }
 
   async sweepIdle(idleTimeoutMs: number): Promise<number> {
