@@ -182,7 +182,7 @@ export class WebhooksService {
     for (const listener of this.changeListeners) listener(tenantId);
   }
 
-  /** Another process changed a tenant's endpoints (`null`: any tenant's may have changed). */
+  /** Another process changed a tenant's endpoints (`null` when every tenant's may have changed). */
   changedElsewhere(tenantId: string | null) {
     this.cache.invalidate(tenantId);
     this.dispatcher.endpointsChanged();
