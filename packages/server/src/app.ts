@@ -73,6 +73,11 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
+    // No browser guesses a type the server did not send; API answers (tokens, secrets, personal data)
+    // are never stored by a cache on the way.
+    reply.header('X-Content-Type-Options', 'nosniff');
+    const type = String(reply.getHeader('content-type') ?? '');
+    if (type.includes('json') && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
   });
   app.addHook('onRoute', (route) => {
     const auth = route.config?.auth;

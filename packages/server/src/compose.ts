@@ -17,7 +17,7 @@ import { StreamsService } from './modules/streams/index.ts';
 import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
 import type { Outbox } from './outbox.ts';
 import { Signals } from './signals.ts';
-import { openStorage, type Storage } from './storage/index.ts';
+import { dataDirWarnings, openStorage, type Storage } from './storage/index.ts';
 import { wire } from './wire.ts';
 
 /** Every service of one server process, built once, in dependency order. */
@@ -62,6 +62,8 @@ export interface Services {
  */
 export async function compose(config: Config, clock: Clock, logger: Logger): Promise<Services> {
   const storage = await openStorage(config);
+  // The embedded store keeps the signing keys (and the admin token) in the data directory.
+  if (!config.databaseUrl) for (const warning of dataDirWarnings(config.dataDir)) logger.warn(warning);
   let deployment: BusDeployment | undefined;
   try {
     const log = logger as FastifyBaseLogger;

@@ -5,6 +5,7 @@ import { createSqliteStorage } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { Storage } from './storage.ts';
 
+export { dataDirWarnings } from './data-dir.ts';
 export type { Database } from './schema.ts';
 export { Statement, StatementFamily } from './statement.ts';
 export type { DialectName, Storage } from './storage.ts';

@@ -23,7 +23,7 @@ export function resolveOperatorToken(configured: string | null, dataDir: string)
   });
   if (configured) return build(configured, null, null);
   const file = path.join(dataDir, 'admin-token');
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   try {
     const existing = fs.readFileSync(file, 'utf8').trim();
     if (existing.length >= 16) return build(existing, null, file);

@@ -1,7 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
+import { prepareDataDir } from '../data-dir.ts';
 import type { Database } from '../schema.ts';
 import type { BulkInserter, BulkTable, Storage } from '../storage.ts';
 import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
@@ -27,8 +26,7 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /** SQLite through better-sqlite3: the embedded default. One file, WAL, one writer. */
 export async function createSqliteStorage(options: SqliteOptions): Promise<Storage> {
-  fs.mkdirSync(options.dataDir, { recursive: true });
-  const file = path.join(options.dataDir, 'liveline.db');
+  const file = prepareDataDir(options.dataDir);
   if (options.thread === 'main') return onMainThread(file, options.synchronous);
 
   const thread = await SqliteThread.start({
