@@ -344,6 +344,10 @@ describe.each(backends)('a vanished device’s stream (%s)', (backend) => {
       .toMatchObject({
         state: 'idle',
       });
+    // StreamStopped is written just after the state it reports (issue 10 makes them one transaction).
+    await expect
+      .poll(async () => (await read()).body.events.some((e) => e.eventType === 'StreamStopped'))
+      .toBe(true);
     const session = (await read()).body;
     const stopped = session.events.find((e) => e.eventType === 'StreamStopped');
     expect(stopped).toMatchObject({
