@@ -45,6 +45,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
     },
     return503OnClosing: true,
+    // The router's refusals (a malformed or too long path) are problem documents like every error.
+    frameworkErrors: errorHandler,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.

@@ -3,7 +3,7 @@ import { PROBLEM_CONTENT_TYPE, ProblemError, problems } from './problem.ts';
 import { validationProblem } from './validation.ts';
 
 /** Maps Fastify's own errors to the catalogue; anything else is a 500 that is logged, never shown. */
-function toProblemError(error: FastifyError): ProblemError {
+export function toProblemError(error: FastifyError): ProblemError {
   if (error instanceof ProblemError) return error;
   if (error.validation)
     return validationProblem(error.validation as never, error.validationContext ?? 'body');
@@ -17,6 +17,13 @@ function toProblemError(error: FastifyError): ProblemError {
       return problems.malformedJson('The request body is not valid JSON.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return problems.badRequest('The Content-Length header does not match the body.');
+    // The router's own refusals (passed through `frameworkErrors`, see app.ts).
+    case 'FST_ERR_BAD_URL':
+      return problems.badRequest(
+        'The request path is not a valid URL (a % not followed by two hex digits?).',
+      );
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return problems.uriTooLong();
   }
   if (error.statusCode === 429) return problems.rateLimited(1);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {

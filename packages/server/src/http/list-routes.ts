@@ -12,7 +12,13 @@ const PageSize = Type.Integer({
   maximum: 1000,
   description: 'Items per page, 1–1000 (default 50).',
 });
-const PageNumber = Type.Integer({ minimum: 1, description: '1-based page number.' });
+/** A page past the last one is an empty list; past this bound it is a 400 (no store is asked to skip 10^20 rows). */
+export const MAX_PAGE_NUMBER = 10_000_000;
+export const PageNumber = Type.Integer({
+  minimum: 1,
+  maximum: MAX_PAGE_NUMBER,
+  description: '1-based page number.',
+});
 
 export interface ListRoutes<Item> {
   /** The list's path; its pages are at `${url}/page/:pageNumber`. */

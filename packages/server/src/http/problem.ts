@@ -66,6 +66,8 @@ export const problems = {
     new ProblemError(400, 'malformed_json', detail, [{ path: '', message: 'body is not valid JSON' }]),
   badRequest: (detail = 'The request could not be processed.', status = 400) =>
     new ProblemError(status, 'bad_request', detail),
+  uriTooLong: () =>
+    new ProblemError(414, 'uri_too_long', 'A part of the request path is longer than this API accepts.'),
   /** A rejected event batch: `code` is `validation_failed` or `unknown_event_type`. */
   eventBatchRejected: (
     code: 'validation_failed' | 'unknown_event_type',

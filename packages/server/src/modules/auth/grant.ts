@@ -16,7 +16,8 @@ export interface TokenRequest {
 
 /** A token request refused, as RFC 6749 §5.2 words it: `{error, error_description}` with its status. */
 export interface OAuthFailure {
-  status: 400 | 401;
+  /** 400 or 401 from the grant; 413, 415 or 429 for a request refused before it (see routes/oauth.ts). */
+  status: number;
   error: 'invalid_client' | 'invalid_request' | 'unsupported_grant_type' | 'invalid_scope';
   description: string;
 }

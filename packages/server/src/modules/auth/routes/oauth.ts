@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorHandler, toProblemError } from '../../../http/errors.ts';
 import { handlerValidatesBody } from '../../../http/validation.ts';
 import type { ClientCredentials, OAuthFailure } from '../grant.ts';
 import { OAuthErrorSchema, TokenRequestBody, TokenResponseSchema } from '../schemas.ts';
@@ -12,6 +13,23 @@ function oauthError(reply: FastifyReply, { status, error, description }: OAuthFa
     .code(status)
     .header('Cache-Control', 'no-store')
     .send({ error, error_description: description });
+}
+
+/**
+ * Every refusal of this route is an RFC 6749 §5.2 error, also those made before the handler runs (a
+ * body that is not a form, bad JSON, too large, an unknown query parameter, the rate limit): `invalid_request`
+ * with the contract's status (400, or 413, 415, 429). Only a failure of the server is a problem document.
+ */
+function oauthErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const problem = toProblemError(error);
+  if (problem.status >= 500) return errorHandler(error, request, reply);
+  if (problem.headers) reply.headers(problem.headers);
+  return oauthError(reply, {
+    status: problem.status,
+    error: 'invalid_request',
+    description:
+      problem.status === 415 ? 'Send the request as application/x-www-form-urlencoded.' : problem.message,
+  });
 }
 
 /** Credentials from HTTP Basic (RFC 6749 §2.3.1: form-urlencoded, then base64) or the request body. */
@@ -46,6 +64,7 @@ export function registerTokenRoute(root: FastifyInstance, auth: AuthService) {
       // Errors here follow RFC 6749 §5.2 (`{error, error_description}`), so the handler checks the
       // form itself; the schemas document it.
       validatorCompiler: handlerValidatesBody,
+      errorHandler: oauthErrorHandler,
       schema: {
         tags: ['auth'],
         summary: 'Exchange client credentials for an access token (RFC 6749 §4.4).',

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { UNPAGINATED_PAGE_SIZE } from '../../../http/list-routes.ts';
+import { PageNumber, UNPAGINATED_PAGE_SIZE } from '../../../http/list-routes.ts';
 import {
   DEFAULT_PAGE_SIZE,
   envelopeSchema,
@@ -88,7 +88,7 @@ export function registerTenantListRoutes(root: FastifyInstance, auth: AuthServic
       schema: {
         tags: ['admin'],
         summary: 'List tenants, one page.',
-        params: Type.Object({ pageNumber: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+        params: Type.Object({ pageNumber: PageNumber }, { additionalProperties: false }),
         querystring: PageSizeQuery,
         response: response(),
       },
