@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import { dropSchema } from '../../packages/server/test/helpers/schema.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export type Backend = 'sqlite' | 'postgres';
@@ -255,15 +255,7 @@ export function sharedStore(backend: Backend) {
   return { dataDir, schema };
 }
 
-export async function dropSchema(schema: string) {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(`drop schema if exists "${schema}" cascade`);
-  } finally {
-    await client.end();
-  }
-}
+export { dropSchema };
 
 /** Starts the bare relay (bench/relay.ts) in a child process. */
 export function startRelay(): Promise<ChildServer> {

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import pino from 'pino';
 import type { Clock } from '../../src/clock.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
+import { dropSchema } from './schema.ts';
 
 export type Backend = 'sqlite' | 'postgres';
 
@@ -42,15 +42,7 @@ export function freshStore(backend: Backend) {
     env,
     async destroy() {
       fs.rmSync(dataDir, { recursive: true, force: true });
-      if (schema) {
-        const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
-        await client.connect();
-        try {
-          await client.query(`drop schema if exists "${schema}" cascade`);
-        } finally {
-          await client.end();
-        }
-      }
+      if (schema) await dropSchema(schema);
     },
   };
 }

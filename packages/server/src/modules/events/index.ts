@@ -5,6 +5,7 @@ export {
   SERVER_EVENT_TYPES,
 } from './event-types.ts';
 export type { EventRow, IngestResult, StoredGroup, StoredSession } from './ingest.ts';
+export { EVENTS_TABLE } from './ingest.ts';
 export { type EventsPluginOptions, eventsPlugin, type SessionFinder } from './routes.ts';
 export {
   type EventSession,

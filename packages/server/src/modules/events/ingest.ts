@@ -36,7 +36,8 @@ interface Job {
   touch: { sessionId: string; at: number } | null;
 }
 
-const EVENTS_TABLE: BulkTable<'events'> = {
+/** The events table as the bulk inserter writes it (columns in order, the key that conflicts). */
+export const EVENTS_TABLE: BulkTable<'events'> = {
   table: 'events',
   columns: [
     { name: 'session_id', type: 'text' },

@@ -4,8 +4,9 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EVENTS_TABLE } from '../../modules/events/index.ts';
 import { migrate } from '../index.ts';
-import type { BulkTable, Storage } from '../storage.ts';
+import type { Storage } from '../storage.ts';
 import { createSqliteStorage } from './sqlite.ts';
 import { MainThreadReader, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
@@ -170,19 +171,8 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
 });
 
 describe('SQLite storage over the worker', () => {
-  const EVENTS: BulkTable<'events'> = {
-    table: 'events',
-    columns: [
-      { name: 'session_id', type: 'text' },
-      { name: 'event_id', type: 'text' },
-      { name: 'event_type', type: 'text' },
-      { name: 'timestamp', type: 'bigint' },
-      { name: 'streaming_session_id', type: 'text' },
-      { name: 'received_at', type: 'bigint' },
-      { name: 'body', type: 'text' },
-    ],
-    conflict: ['session_id', 'event_id'],
-  };
+  // The table as ingestion writes it.
+  const EVENTS = EVENTS_TABLE;
 
   async function storage(): Promise<Storage> {
     const s = await createSqliteStorage({ dataDir: tempDir(), synchronous: 'FULL' });
