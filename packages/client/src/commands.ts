@@ -15,7 +15,25 @@ import {
  * `record.start`, `record.stop`, `camera`, `text` or a custom name; `data` is exactly what the server
  * sent; `issuedAt` is Unix ms, when the server accepted the command.
  */
-export type RealtimeCommand = Omit<CommandMessage, 'type'>;
+export type RealtimeCommand = Omit<CommandMessage, 'type'> & {
+  /**
+   * Given to handlers: aborted when the tenant cancels the command while its handler runs (a long
+   * `stream.start` can stop its setup). The SDK then sends no answer, whatever the handler does.
+   */
+  signal?: AbortSignal;
+};
+
+/**
+ * A cancelled command (`command.cancel`), and how far the app had got with it: `waiting` (its handler
+ * will not run), `running` (its `signal` is aborted; no answer will be sent), `answered` (the handler
+ * had finished: undo its effect if that matters), or `unknown` (this SDK never saw it, or forgot it).
+ */
+export interface CommandCancellation {
+  commandId: string;
+  stage: 'waiting' | 'running' | 'answered' | 'unknown';
+  /** The command, while it was waiting or running; null otherwise. */
+  command: RealtimeCommand | null;
+}
 
 /** A typed value of a custom command's variable: `bool` → boolean, `int`/`float` → number, `string` → string. */
 export type CommandValue = string | boolean | number;
@@ -253,6 +271,11 @@ export class CommandRouter {
   private readonly handlers: Handlers = {};
   /** Recent commands, oldest first: the answer once known, `null` while the handler runs. */
   private readonly recent = new Map<string, AckMessage | null>();
+  /** Commands received and not yet answered: whether their handler started, and their cancel switch. */
+  private readonly unanswered = new Map<
+    string,
+    { command: RealtimeCommand; controller: AbortController; started: boolean }
+  >();
   private queue: Promise<void> = Promise.resolve();
 
   /**
@@ -287,8 +310,22 @@ export class CommandRouter {
       if (oldest === undefined) break;
       this.recent.delete(oldest);
     }
+    this.unanswered.set(command.commandId, { command, controller: new AbortController(), started: false });
     this.onCommand(command);
     this.queue = this.queue.then(() => this.run(command));
+  }
+
+  /**
+   * The tenant cancelled a command: one still waiting never runs, a running one's `signal` is
+   * aborted; neither is answered (the server has settled it as `cancelled`).
+   */
+  cancel(commandId: string): CommandCancellation {
+    const open = this.unanswered.get(commandId);
+    if (open) {
+      open.controller.abort(new Error('The command was cancelled.'));
+      return { commandId, stage: open.started ? 'running' : 'waiting', command: open.command };
+    }
+    return { commandId, stage: this.recent.get(commandId) ? 'answered' : 'unknown', command: null };
   }
 
   /** Resolves once every command received so far has been handled and answered. */
@@ -297,13 +334,20 @@ export class CommandRouter {
   }
 
   private async run(command: RealtimeCommand): Promise<void> {
+    const open = this.unanswered.get(command.commandId);
+    const signal = open?.controller.signal;
+    if (open) open.started = true;
     let ack: AckMessage;
     try {
-      await this.dispatch(command);
+      // Cancelled while it waited: its handler never runs.
+      if (!signal?.aborted) await this.dispatch(signal ? { ...command, signal } : command);
       ack = { type: 'ack', commandId: command.commandId, ok: true };
     } catch (error) {
       ack = { type: 'ack', commandId: command.commandId, ok: false, error: messageOf(error) };
     }
+    this.unanswered.delete(command.commandId);
+    // A cancelled command is settled on the server: it gets no answer (a repeat is dropped).
+    if (signal?.aborted) return;
     if (this.recent.has(command.commandId)) this.recent.set(command.commandId, ack);
     this.sendAck(ack);
   }

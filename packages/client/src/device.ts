@@ -3,6 +3,7 @@ import { MAX_TIMER_MS, type RetryOptions } from './backoff.ts';
 import * as rewards from './challenges.ts';
 import {
   type CameraHandler,
+  type CommandCancellation,
   CommandRouter,
   type CustomCommandHandler,
   type RealtimeCommand,
@@ -15,6 +16,7 @@ import { Emitter } from './emitter.ts';
 import { type DeviceErrorEvent, type DeviceStats, EventPipeline } from './event-pipeline.ts';
 import type { ClientEvent, ClientEventFields, StampedEvent } from './events.ts';
 import { type Clock, closedError, HttpClient, LivelineError, systemClock } from './http.ts';
+import { assertSocketOrigin } from './origin.ts';
 import {
   type DisconnectedInfo,
   RealtimeChannel,
@@ -86,6 +88,11 @@ export interface DeviceEvents {
   replaced: { sessionId: string };
   /** A new command arrived (repeats are not reported); emitted before its handler runs. */
   command: RealtimeCommand;
+  /**
+   * The tenant cancelled a command (`command.cancel`): one still waiting never reaches its handler,
+   * a running one's `signal` is aborted, and neither is answered. Undo what `stage: "answered"` did.
+   */
+  commandCancelled: CommandCancellation;
 }
 
 /**
@@ -105,9 +112,12 @@ export class LivelineDevice {
   private healthTimer: ReturnType<typeof setInterval> | undefined;
   private current: SessionInfo | null = null;
   private starting = false;
+  /** The socket is opened only at this URL's origin (`origin.ts`). */
+  private readonly baseUrl: string;
 
   constructor(options: LivelineDeviceOptions) {
     const clock = options.clock ?? systemClock;
+    this.baseUrl = options.baseUrl;
     const random = options.random ?? Math.random;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     const retry: RetryOptions = {
@@ -133,6 +143,8 @@ export class LivelineDevice {
       listener: {
         welcome: (info) => this.onWelcome(info),
         command: (command) => this.commands.receive(command),
+        commandCancelled: (commandId) =>
+          this.emitter.emit('commandCancelled', this.commands.cancel(commandId)),
         disconnected: (info) => this.emitter.emit('disconnected', info),
         reconnecting: (info) => this.emitter.emit('reconnecting', info),
         replaced: () => this.emitter.emit('replaced', { sessionId: this.current?.sessionId ?? '' }),
@@ -267,7 +279,9 @@ export class LivelineDevice {
    * once, give or take the first backoff step, after 1012 "server restarting"), resuming the same
    * session. It stops for good, rejecting a pending `connect()`, on `disconnect()`/`close()`, on 4001
    * (`replaced`: another connection took the session over), on 4003/4004/4009 and on a 4xx answer to
-   * the upgrade (reported through `on('error')`; after a 401/403, `setToken()` reconnects).
+   * the upgrade (reported through `on('error')`; after a 401/403, `setToken()` reconnects). A
+   * `realtimeUrl` at another origin than `baseUrl` (`ws`/`wss` standing for `http`/`https`) is never
+   * opened: `connect()` rejects with `realtime_origin_mismatch`.
    */
   connect(): Promise<void> {
     if (this.closing.signal.aborted) return Promise.reject(closedError());
@@ -275,6 +289,11 @@ export class LivelineDevice {
       return Promise.reject(
         new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session before connecting.' }),
       );
+    }
+    try {
+      assertSocketOrigin(this.baseUrl, this.current.realtimeUrl);
+    } catch (error) {
+      return Promise.reject(error);
     }
     return this.realtime.connect();
   }

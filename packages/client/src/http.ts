@@ -13,7 +13,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 /**
  * Every failure the SDK reports. HTTP failures carry the server's problem document (`status`, `code`,
  * `detail`, `errors`); failures without a response use status 0 and one of the codes
- * `network_error`, `timeout`, `closed`, `no_session`, `session_active`.
+ * `network_error`, `timeout`, `closed`, `no_session`, `session_active`, `realtime_origin_mismatch`.
  */
 export class LivelineError extends Error {
   readonly status: number;

@@ -14,6 +14,7 @@ export * from './challenges.ts';
 export {
   type CameraHandler,
   type CameraSettings,
+  type CommandCancellation,
   type CommandValue,
   type CustomCommandHandler,
   type HandlerResult,

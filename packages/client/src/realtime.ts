@@ -40,6 +40,8 @@ export interface ReconnectingInfo {
 export interface ChannelListener {
   welcome(info: WelcomeInfo): void;
   command(command: RealtimeCommand): void;
+  /** The tenant cancelled a command sent earlier (`command.cancel`). */
+  commandCancelled(commandId: string): void;
   disconnected(info: DisconnectedInfo): void;
   reconnecting(info: ReconnectingInfo): void;
   /** Another connection took the session over (4001); the channel has stopped. */
@@ -287,6 +289,9 @@ export class RealtimeChannel {
           data: message.data,
           issuedAt: message.issuedAt,
         });
+        return;
+      case 'command.cancel':
+        this.options.listener.commandCancelled(message.commandId);
         return;
       case 'events.ack': {
         const pending = message.requestId === undefined ? undefined : this.requests.get(message.requestId);

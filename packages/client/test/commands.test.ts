@@ -104,4 +104,42 @@ describe('CommandRouter', () => {
     expect(long.error).toHaveLength(1024);
     expect(object.error).toBe('{"reason":"busy"}');
   });
+  it('a cancelled command: waiting never runs, running is aborted, neither is answered; answered and unknown are reported', async () => {
+    const acks: AckMessage[] = [];
+    const router = new CommandRouter((ack) => acks.push(ack));
+    const ran: string[] = [];
+    let signal: AbortSignal | undefined;
+    let finish = () => {};
+    router.set('text', async (text, cmd) => {
+      ran.push(text);
+      if (text !== 'slow') return;
+      signal = cmd.signal;
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+    });
+    router.receive(command('text', 'done', 'd'));
+    await router.idle();
+    router.receive(command('text', 'slow', 's'));
+    router.receive(command('text', 'behind', 'b'));
+    await Promise.resolve();
+    expect(ran).toEqual(['done', 'slow']);
+    expect(router.cancel('b')).toMatchObject({
+      commandId: 'b',
+      stage: 'waiting',
+      command: { data: 'behind' },
+    });
+    expect(router.cancel('s')).toMatchObject({ commandId: 's', stage: 'running', command: { data: 'slow' } });
+    expect(signal?.aborted).toBe(true);
+    expect(router.cancel('d')).toEqual({ commandId: 'd', stage: 'answered', command: null });
+    expect(router.cancel('never')).toEqual({ commandId: 'never', stage: 'unknown', command: null });
+    finish();
+    await router.idle();
+    expect(ran).toEqual(['done', 'slow']);
+    expect(acks.map((a) => a.commandId)).toEqual(['d']);
+    // A repeat of a cancelled command is dropped, not run.
+    router.receive(command('text', 'behind', 'b'));
+    await router.idle();
+    expect(ran).toEqual(['done', 'slow']);
+  });
 });

@@ -77,6 +77,8 @@ export class FakeLiveline {
   answerSocketEvents = true;
   /** Whether accepted connections are welcomed. */
   autoWelcome = true;
+  /** What `realtimeUrl`s start with instead of this server's own `ws://` address (a misconfigured server). */
+  realtimeBase: string | null = null;
   readonly connections: FakeConnection[] = [];
   /** performance.now() of every upgrade request, refused or not. */
   readonly upgradeAttempts: number[] = [];
@@ -330,7 +332,7 @@ export class FakeLiveline {
         eventIds: new Set(),
         events: [],
       });
-      const realtimeUrl = `ws://127.0.0.1:${this.port}/client/v1/sessions/${sessionId}/realtime`;
+      const realtimeUrl = `${this.realtimeBase ?? `ws://127.0.0.1:${this.port}`}/client/v1/sessions/${sessionId}/realtime`;
       return [201, { sessionId, realtimeUrl, heartbeatIntervalMs: this.heartbeatIntervalMs }];
     }
     const match =
@@ -478,7 +480,10 @@ const oneOf =
       : `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
 
 /** Each client event type's own fields (CONTRACT §5): required ones, and a check per field. */
-const EVENT_TYPES: Record<string, { required: string[]; fields: Record<string, Check> }> = {
+const EVENT_TYPES: Record<
+  string,
+  { required: string[]; fields: Record<string, Check>; requiredOneOf?: string[] }
+> = {
   Custom: {
     required: [],
     fields: Object.fromEntries(
@@ -539,6 +544,7 @@ const EVENT_TYPES: Record<string, { required: string[]; fields: Record<string, C
   },
   Screenshot: {
     required: [],
+    requiredOneOf: ['imageUrl', 'imageId'],
     fields: {
       imageUrl: text(),
       imageId: text(),
@@ -607,6 +613,9 @@ function validateBatch(body: Record<string, unknown>, sessionId: string, maxErro
     }
     if (!spec) continue;
     for (const field of spec.required) if (!(field in ev)) add(`${at}.${field}`, 'is required');
+    if (spec.requiredOneOf && !spec.requiredOneOf.some((field) => field in ev)) {
+      add(at, `must have ${spec.requiredOneOf.map((field) => `\`${field}\``).join(' or ')}`);
+    }
     for (const [field, value] of Object.entries(ev)) {
       if (field === 'id' || field === 'eventType' || field === 'timestamp' || field === 'sessionId') continue;
       const check = spec.fields[field];

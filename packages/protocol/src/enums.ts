@@ -37,6 +37,7 @@ const describe = (labels: Record<number, string>) =>
 
 /** `resolution` as a schema: an integer 0–4, documented with its labels. */
 export const ResolutionSchema = Type.Integer({
+  format: 'int32',
   minimum: 0,
   maximum: 4,
   description: describe(RESOLUTION_LABELS),
@@ -44,6 +45,7 @@ export const ResolutionSchema = Type.Integer({
 
 /** `aspectratio` as a schema: an integer 0–4, documented with its labels. */
 export const AspectRatioSchema = Type.Integer({
+  format: 'int32',
   minimum: 0,
   maximum: 4,
   description: describe(ASPECT_RATIO_LABELS),

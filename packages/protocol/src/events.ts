@@ -51,7 +51,15 @@ export const DESIGN_EVENT_ID_PATTERN = '^[A-Za-z0-9_ -]{1,64}(?::[A-Za-z0-9_ -]{
 export const ISO_4217_PATTERN = '^[A-Z]{3}$';
 
 // Integers beyond 2^53 lose precision in JSON consumers; bound them.
-const SAFE_INT = { minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+const SAFE_INT = { format: 'int64', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+/** The latest instant a JavaScript `Date` holds: the bound of every timestamp in the schemas. */
+export const MAX_TIMESTAMP = 8_640_000_000_000_000;
+/** Characters of a canonical UUID. */
+const UUID_LENGTH = 36;
+const uuid = (description?: string) =>
+  Type.String({ format: 'uuid', maxLength: UUID_LENGTH, ...(description ? { description } : {}) });
+/** A Design event's `eventId`: 4 levels of 64 characters and 3 colons. */
+const MAX_DESIGN_EVENT_ID_LENGTH = 4 * 64 + 3;
 
 /** Optional free text (may be empty). */
 const text = (description?: string) =>
@@ -68,12 +76,12 @@ export const EventCommonSchema = Type.Object({
     description: 'Client-chosen event id, unique within the session (a repeat is counted as a duplicate).',
   }),
   timestamp: Type.Integer({
+    format: 'int64',
     minimum: MIN_EVENT_TIMESTAMP,
+    maximum: MAX_TIMESTAMP,
     description: 'Unix time in milliseconds; not before 2000-01-01, not more than 24 h ahead of the server.',
   }),
-  sessionId: Type.Optional(
-    Type.String({ format: 'uuid', description: 'If present, must equal the session id of the path.' }),
-  ),
+  sessionId: Type.Optional(uuid('If present, must equal the session id of the path.')),
 });
 export type EventCommon = Static<typeof EventCommonSchema>;
 
@@ -81,6 +89,8 @@ function eventSchema<T extends string, P extends Record<string, TSchema>>(
   eventType: T,
   description: string,
   fields: P,
+  /** More JSON Schema keywords for the event object (a Screenshot's `anyOf`). */
+  keywords: Record<string, unknown> = {},
 ) {
   return Type.Object(
     {
@@ -90,7 +100,7 @@ function eventSchema<T extends string, P extends Record<string, TSchema>>(
       sessionId: EventCommonSchema.properties.sessionId,
       ...fields,
     },
-    { additionalProperties: false, title: `${eventType}Event`, description },
+    { ...keywords, additionalProperties: false, title: `${eventType}Event`, description },
   );
 }
 
@@ -118,7 +128,7 @@ export const HealthEventSchema = eventSchema('Health', 'Periodic device health s
     Type.Number({ minimum: 0, maximum: 100, description: 'Battery level in percent.' }),
   ),
   memoryUsage: Type.Optional(Type.Number({ minimum: 0, description: 'Memory in use, in MB.' })),
-  errorCount: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+  errorCount: Type.Optional(Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
 });
 
 export const PROGRESSION_STATUSES = ['Start', 'Fail', 'Complete'] as const;
@@ -132,7 +142,12 @@ export const ProgressionEventSchema = eventSchema('Progression', 'Level or stage
 
 export const BusinessEventSchema = eventSchema('Business', 'A real-money transaction.', {
   amount: Type.Integer({ ...SAFE_INT, description: 'Amount in minor units of the currency (e.g. cents).' }),
-  currency: Type.String({ pattern: ISO_4217_PATTERN, description: 'ISO 4217 code, e.g. "EUR".' }),
+  // The pattern says three letters; the bound is every event string's, so a wrong code gets one error.
+  currency: Type.String({
+    pattern: ISO_4217_PATTERN,
+    maxLength: MAX_EVENT_STRING_LENGTH,
+    description: 'ISO 4217 code, e.g. "EUR".',
+  }),
   itemType: reqText(),
   itemId: reqText(),
   cartType: Type.Optional(text()),
@@ -153,6 +168,7 @@ export const DesignEventSchema = eventSchema(
   {
     eventId: Type.String({
       pattern: DESIGN_EVENT_ID_PATTERN,
+      maxLength: MAX_DESIGN_EVENT_ID_LENGTH,
       description: 'Up to 4 category levels joined by ":", each 1–64 characters of [A-Za-z0-9_ -].',
     }),
     value: Type.Optional(Type.Number()),
@@ -172,17 +188,29 @@ export const ImpressionEventSchema = eventSchema('Impression', 'Ad or content im
   adId: Type.Optional(text()),
 });
 
-export const ScreenshotEventSchema = eventSchema('Screenshot', 'A screenshot taken on the device.', {
-  imageUrl: Type.Optional(reqText()),
-  imageId: Type.Optional(reqText()),
-  width: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
-  ),
-  height: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
-  ),
-  streamingSessionId: Type.Optional(Type.String({ format: 'uuid' })),
-});
+/** A `Screenshot` names its image: `imageUrl` (stored elsewhere), `imageId` (uploaded here), or both. */
+export const SCREENSHOT_IMAGE_FIELDS = ['imageUrl', 'imageId'] as const;
+
+// One of the two image fields is required: JSON Schema's `anyOf` of `required` beside the object's own
+// keywords (the server reports it as one error naming both fields).
+export const ScreenshotEventSchema = eventSchema(
+  'Screenshot',
+  'A screenshot taken on the device. It needs `imageUrl` or `imageId` (or both).',
+  {
+    imageUrl: Type.Optional(reqText('Where the image is, for a screenshot stored outside liveline.')),
+    imageId: Type.Optional(reqText('The id of an image uploaded to liveline (CONTRACT §14).')),
+    width: Type.Optional(
+      Type.Integer({ format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
+    ),
+    height: Type.Optional(
+      Type.Integer({ format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Pixels.' }),
+    ),
+    streamingSessionId: Type.Optional(uuid()),
+  },
+  // Each branch names its field with the empty schema (the event's `properties` say what it is), so
+  // a reader of the branch alone, a linter say, finds the field it requires.
+  { anyOf: SCREENSHOT_IMAGE_FIELDS.map((field) => ({ required: [field], properties: { [field]: {} } })) },
+);
 
 export const SessionEndEventSchema = eventSchema(
   'SessionEnd',
@@ -216,7 +244,11 @@ export const EventSchema = Type.Union(
 /** Request body of `POST /sessions/{SessionId}/Events` (documentation; the server validates per type). */
 export const EventBatchSchema = Type.Object(
   {
-    events: Type.Array(EventSchema, { minItems: 1, maxItems: DEFAULT_MAX_EVENTS_PER_BATCH }),
+    events: Type.Array(EventSchema, {
+      minItems: 1,
+      maxItems: DEFAULT_MAX_EVENTS_PER_BATCH,
+      description: `1–${DEFAULT_MAX_EVENTS_PER_BATCH} events (\`LIVELINE_MAX_EVENTS_PER_BATCH\`).`,
+    }),
   },
   { additionalProperties: false, title: 'EventBatch' },
 );
@@ -230,10 +262,15 @@ function serverEventSchema<T extends string, P extends Record<string, TSchema>>(
 ) {
   return Type.Object(
     {
-      id: Type.String({ description: 'Server-generated id.' }),
+      id: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH, description: 'Server-generated id.' }),
       eventType: Type.Literal(eventType),
-      timestamp: Type.Integer({ description: 'Server time, Unix milliseconds.' }),
-      sessionId: Type.String({ format: 'uuid' }),
+      timestamp: Type.Integer({
+        format: 'int64',
+        minimum: 0,
+        maximum: MAX_TIMESTAMP,
+        description: 'Server time, Unix milliseconds.',
+      }),
+      sessionId: uuid(),
       ...fields,
     },
     { title: `${eventType}Event`, description: `${description} Emitted by the server only.` },
@@ -242,21 +279,21 @@ function serverEventSchema<T extends string, P extends Record<string, TSchema>>(
 
 export const SERVER_EVENT_SCHEMAS = {
   StreamStarted: serverEventSchema('StreamStarted', 'A stream began.', {
-    streamingSessionId: Type.String({ format: 'uuid' }),
+    streamingSessionId: uuid(),
     resolution: ResolutionSchema,
     aspectratio: AspectRatioSchema,
   }),
   StreamStopped: serverEventSchema('StreamStopped', 'A stream ended.', {
-    streamingSessionId: Type.String({ format: 'uuid' }),
-    reason: Type.String(),
+    streamingSessionId: uuid(),
+    reason: text('`command`, `app`, `disconnected`, …'),
   }),
   RecordingStarted: serverEventSchema('RecordingStarted', 'A recording began.', {
-    recordingId: Type.String({ format: 'uuid' }),
-    streamingSessionId: Type.String({ format: 'uuid' }),
+    recordingId: uuid(),
+    streamingSessionId: uuid(),
   }),
   RecordingStopped: serverEventSchema('RecordingStopped', 'A recording ended.', {
-    recordingId: Type.String({ format: 'uuid' }),
-    streamingSessionId: Type.String({ format: 'uuid' }),
+    recordingId: uuid(),
+    streamingSessionId: uuid(),
   }),
 } as const satisfies Record<ServerEventType, TSchema>;
 
@@ -268,9 +305,15 @@ export const ServerEventSchema = Type.Union(
 
 type CommonKey = 'id' | 'eventType' | 'timestamp' | 'sessionId';
 
+type SchemaFields<K extends ClientEventType> = Omit<Static<(typeof CLIENT_EVENT_SCHEMAS)[K]>, CommonKey>;
+
+/** A screenshot's fields with one of `imageUrl` and `imageId` required (the schema's `anyOf`). */
+type ScreenshotFields = Omit<SchemaFields<'Screenshot'>, 'imageUrl' | 'imageId'> &
+  ({ imageUrl: string; imageId?: string } | { imageUrl?: string; imageId: string });
+
 /** The fields each client event type carries beyond the common ones, by type. */
 export type ClientEventFields = {
-  [K in ClientEventType]: Omit<Static<(typeof CLIENT_EVENT_SCHEMAS)[K]>, CommonKey>;
+  [K in ClientEventType]: K extends 'Screenshot' ? ScreenshotFields : SchemaFields<K>;
 };
 
 /** The fields each server-emitted event type carries beyond the common ones, by type. */

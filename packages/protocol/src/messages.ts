@@ -18,12 +18,14 @@ export const CloseCode = {
   restart: 1012,
   /** A newer connection to the same session took over; do not reconnect. */
   replaced: 4001,
-  /** The session belongs to another player. */
+  /** The session belongs to another player, or the token was revoked; do not reconnect with it. */
   forbidden: 4003,
   /** No such session. */
   notFound: 4004,
   /** The session has ended. */
   sessionEnded: 4009,
+  /** The token expired while the socket was open: reconnect with a new token (as graphql-ws's 4401). */
+  tokenExpired: 4401,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
@@ -117,6 +119,19 @@ export const CommandMessageSchema = Type.Object(
 );
 export type CommandMessage = Static<typeof CommandMessageSchema>;
 
+export const CommandCancelMessageSchema = Type.Object(
+  {
+    type: Type.Literal('command.cancel'),
+    commandId: Type.String({ minLength: 1 }),
+  },
+  {
+    description:
+      'The tenant cancelled a command sent earlier (it is `cancelled`): do not start it, or undo it. ' +
+      'No answer is expected; an ack for it changes nothing.',
+  },
+);
+export type CommandCancelMessage = Static<typeof CommandCancelMessageSchema>;
+
 export const EventsAckMessageSchema = Type.Object(
   {
     type: Type.Literal('events.ack'),
@@ -144,6 +159,13 @@ export const ErrorMessageSchema = Type.Object(
       Type.String({ maxLength: MAX_REQUEST_ID_LENGTH, description: 'The `events` message refused.' }),
     ),
     commandId: Type.Optional(Type.String({ description: 'The command whose `ack` is refused.' })),
+    retryAfterS: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        description: 'With `rate_limited`: seconds until the budget allows the frame again.',
+      }),
+    ),
   },
   { description: 'A message was refused: a bad frame, a refused batch, an ack the server cannot take.' },
 );
@@ -153,8 +175,14 @@ export type ErrorMessage = Static<typeof ErrorMessageSchema>;
 export const SERVER_MESSAGE_SCHEMAS = {
   welcome: WelcomeMessageSchema,
   command: CommandMessageSchema,
+  'command.cancel': CommandCancelMessageSchema,
   'events.ack': EventsAckMessageSchema,
   error: ErrorMessageSchema,
 } as const;
-export type ServerMessage = WelcomeMessage | CommandMessage | EventsAckMessage | ErrorMessage;
+export type ServerMessage =
+  | WelcomeMessage
+  | CommandMessage
+  | CommandCancelMessage
+  | EventsAckMessage
+  | ErrorMessage;
 export type ServerMessageType = ServerMessage['type'];

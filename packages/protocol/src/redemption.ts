@@ -47,7 +47,12 @@ export const IntentRedemptionConfigSchema = Type.Object(
     action: Type.Optional(Text(255)),
     category: Type.Optional(Text(255)),
     flags: Type.Optional(
-      Type.Integer({ minimum: -2147483648, maximum: 2147483647, description: 'int32 bitmask.' }),
+      Type.Integer({
+        format: 'int32',
+        minimum: -2147483648,
+        maximum: 2147483647,
+        description: 'int32 bitmask.',
+      }),
     ),
     dataUrlTemplate: Text(2048, 'Must contain {achievement.code} and {reward.code}.'),
   },
@@ -82,24 +87,46 @@ export type RedemptionConfig = DisplayCodeRedemptionConfig | IntentRedemptionCon
 const Nullable = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
+/**
+ * The most a filled template can hold (in characters): a 4096-character instructions template made of
+ * `{rewardTitle}` (13 characters) each replaced by a 200-character title stays under 64 Ki; a
+ * 2048-character URL template made of `{reward.code}` each replaced by a 128-character code
+ * URL-encoded (up to 12 characters per character) stays under 256 Ki.
+ */
+export const MAX_FILLED_INSTRUCTIONS = 65_536;
+export const MAX_FILLED_URL = 262_144;
+
+/** The display code: `XXXX-XXXX` from `ABCDEFGHJKLMNPQRSTUVWXYZ23456789`. */
+export const DisplayCodeSchema = Type.String({
+  pattern: '^[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{4}-[ABCDEFGHJKLMNPQRSTUVWXYZ23456789]{4}$',
+  maxLength: 9,
+  description: 'XXXX-XXXX',
+});
+/** The achievement code of a claim. */
+export const AchievementCodeSchema = Type.String({ pattern: '^[A-Z0-9]+$', maxLength: 64 });
+/** A challenge's reward code, as the tenant chose it. */
+const RewardCode = Type.String({ minLength: 1, maxLength: 128 });
+const Name255 = Type.String({ minLength: 1, maxLength: 255 });
+const FilledUrl = Type.String({ maxLength: MAX_FILLED_URL, description: 'The template, filled.' });
+
 export const DisplayCodeRedemptionSchema = Type.Object({
   method: Type.Literal('displayCode'),
-  code: Type.String(),
-  instructions: Type.String(),
+  code: DisplayCodeSchema,
+  instructions: Type.String({ maxLength: MAX_FILLED_INSTRUCTIONS, description: 'The template, filled.' }),
 });
 export const IntentRedemptionSchema = Type.Object({
   method: Type.Literal('intent'),
   form: StringEnum(INTENT_FORMS),
-  packageName: Type.String(),
-  activityName: Nullable(Type.String()),
-  action: Nullable(Type.String()),
-  category: Nullable(Type.String()),
-  flags: Nullable(Type.Integer()),
-  dataUrl: Type.String(),
-  extras: Type.Object({ achievementCode: Type.String(), rewardCode: Type.String() }),
-  fallbackUrl: Type.String(),
+  packageName: IntentRedemptionConfigSchema.properties.packageName,
+  activityName: Nullable(Name255),
+  action: Nullable(Name255),
+  category: Nullable(Name255),
+  flags: Nullable(Type.Integer({ format: 'int32', minimum: -2147483648, maximum: 2147483647 })),
+  dataUrl: FilledUrl,
+  extras: Type.Object({ achievementCode: AchievementCodeSchema, rewardCode: RewardCode }),
+  fallbackUrl: FilledUrl,
 });
-export const WebUrlRedemptionSchema = Type.Object({ method: Type.Literal('webUrl'), url: Type.String() });
+export const WebUrlRedemptionSchema = Type.Object({ method: Type.Literal('webUrl'), url: FilledUrl });
 /** A claim's `redemption`: what the viewer app does to hand the reward over. */
 export const RedemptionSchema = Type.Union([
   DisplayCodeRedemptionSchema,

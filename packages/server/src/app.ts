@@ -1,18 +1,27 @@
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
 import { uuidv7 } from 'uuidv7';
 import type { Services } from './compose.ts';
 import { authPlugin } from './http/auth.ts';
-import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { clientErrorHandler, errorHandler, notFoundHandler } from './http/errors.ts';
 import { metricsPlugin } from './http/metrics.ts';
+import {
+  describeRoute,
+  finishDocument,
+  HealthSchema,
+  noQuery,
+  openapiDefinition,
+  ReadinessSchema,
+} from './http/openapi.ts';
+import { pagesPlugin } from './http/pages.ts';
 import { problems } from './http/problem.ts';
-import { ProblemSchema } from './http/schemas.ts';
-import { buildValidator } from './http/validation.ts';
-import { authRoutes } from './modules/auth/index.ts';
+import { ProblemSchema, problemResponses } from './http/schemas.ts';
+import { buildValidator, refuseNul } from './http/validation.ts';
+import { failureWindow, requestBudget } from './limits/index.ts';
+import { authRoutes, SCOPES } from './modules/auth/index.ts';
 import { commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
 import { realtimePlugin } from './modules/realtime/index.ts';
@@ -23,13 +32,21 @@ import { webhooksPlugin } from './modules/webhooks/index.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** The window of the tenant and device request budgets (CONTRACT §8: requests per second). */
+const RATE_WINDOW_MS = 1000;
+
+/**
+ * A device spends its own budget — its token's tenant and player — whatever session its request
+ * names, so another player's device cannot use up a session's budget with requests that fail.
+ * Its WebSocket frames are charged to the same key.
+ */
+function deviceBudgetKey(p: { tenantId: string; playerId: string }): string {
+  return `d:${p.tenantId}:${p.playerId}`;
+}
+
 function rateLimitKey(request: FastifyRequest): string {
   const p = request.principal;
-  if (p?.kind === 'device') {
-    const params = request.params as Record<string, unknown> | undefined;
-    const sessionId = params?.sessionId ?? params?.SessionId;
-    return `d:${p.tenantId}:${typeof sessionId === 'string' ? sessionId : p.playerId}`;
-  }
+  if (p?.kind === 'device') return deviceBudgetKey(p);
   return p?.kind === 'tenant' ? `t:${p.tenantId}` : 'none';
 }
 
@@ -40,6 +57,15 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // Behind a load balancer, `request.ip` is the client's address from X-Forwarded-For (LIVELINE_TRUST_PROXY).
+    // (A number of hops is what Fastify does with one, in the function form its types accept.)
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (
+            (hops) => (_address: string, hop: number) =>
+              hop < hops
+          )(config.trustProxy)
+        : config.trustProxy,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
@@ -47,6 +73,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     return503OnClosing: true,
     // The router's refusals (a malformed or too long path) are problem documents like every error.
     frameworkErrors: errorHandler,
+    // ...and so are the HTTP parser's (headers too large, not HTTP at all).
+    clientErrorHandler,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.
@@ -63,6 +91,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  // PostgreSQL text cannot hold U+0000: refused in paths, queries and JSON bodies on every store (400).
+  app.addHook('preValidation', refuseNul);
   app.addSchema(ProblemSchema);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
@@ -85,42 +115,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     const auth = route.config?.auth;
     if (!route.schema?.tags) return;
     // An API route without query parameters takes none: an unknown one is a 400, not ignored.
-    if (!route.schema.querystring) {
-      const querystring = auth?.queryToken
-        ? Type.Object({ access_token: Type.Optional(Type.String()) }, { additionalProperties: false })
-        : Type.Object({}, { additionalProperties: false });
-      route.schema = { ...route.schema, querystring };
-    }
-    // Routes that require a token say so in the OpenAPI document.
-    if (!auth) return;
-    const security: Record<string, string[]>[] = [];
-    if (auth.tenant)
-      security.push({ tenantToken: typeof auth.tenant === 'string' ? [auth.tenant] : [...auth.tenant] });
-    if (auth.device) security.push({ deviceToken: [] });
-    if (auth.operator) security.push({ operatorToken: [] });
-    route.schema = { ...route.schema, security };
+    if (!route.schema.querystring) route.schema = { ...route.schema, querystring: noQuery(auth) };
+    // Who may call it, and the answers every API route can give, for the OpenAPI document.
+    route.schema = describeRoute(route.schema, auth);
   });
 
   await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'liveline',
-        version: '0.1.0',
-        description:
-          'Realtime commands, sessions, cohorts, events, webhooks and streaming challenges for apps on VR headsets.',
-      },
-      components: {
-        securitySchemes: {
-          tenantToken: {
-            type: 'oauth2',
-            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
-          },
-          deviceToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          operatorToken: { type: 'http', scheme: 'bearer' },
-        },
-      },
-    },
+    openapi: openapiDefinition(SCOPES),
+    // The rate-limit headers, once every route is in (http/openapi.ts).
+    transformObject: (document) =>
+      'openapiObject' in document ? finishDocument(document.openapiObject) : document.swaggerObject,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   await app.register(swaggerUi, {
@@ -135,24 +139,38 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(websocket, {
     options: { maxPayload: config.wsMaxMessageBytes },
     // On shutdown every device socket closes with 1012 (service restart): devices reconnect elsewhere.
+    // A device that does not answer the close (asleep, its network gone) would hold the shutdown for
+    // ws's 30 s close timeout: after a grace its connection is ended, the 1012 frame already sent.
     preClose: (done) => {
-      for (const client of app.websocketServer.clients) client.close(1012, 'server restarting');
-      app.websocketServer.close(() => done());
+      const sockets = app.websocketServer;
+      for (const client of sockets.clients) client.close(1012, 'server restarting');
+      const graceMs = Math.min(2000, config.shutdownTimeoutMs / 4);
+      const grace = setTimeout(() => {
+        for (const client of sockets.clients) client.terminate();
+      }, graceMs);
+      sockets.close(() => {
+        clearTimeout(grace);
+        done();
+      });
     },
   });
   await app.register(authPlugin, { auth: services.auth });
 
   await app.register(metricsPlugin, { metrics: ctx.metrics });
+  // One set of counters for HTTP requests and device frames; with several processes they live in
+  // Redis (while it is unreachable each process counts on its own).
+  const budget = requestBudget(services.redis, { windowMs: RATE_WINDOW_MS, log: ctx.logger });
+  const store = budget.store;
   await app.register(rateLimit, {
     global: true,
     // Route-level onRequest hooks run after the auth hook, so the principal is known here; limiting
     // before the body is read means a flood of large or invalid requests is throttled too.
     hook: 'onRequest',
-    timeWindow: 1000,
-    // With several processes the counts live in Redis; while it is unreachable requests go through.
-    ...(services.redis
-      ? { redis: services.redis.command, nameSpace: `${config.redisPrefix}rl:`, skipOnError: true }
-      : {}),
+    timeWindow: RATE_WINDOW_MS,
+    // The plugin builds its store with `new`: this one hands over the shared counters.
+    store: function sharedStore() {
+      return store;
+    } as unknown as FastifyRateLimitStoreCtor,
     keyGenerator: rateLimitKey,
     max: (_request, key) => (key.startsWith('d:') ? config.rateLimitDeviceRps : config.rateLimitTenantRps),
     allowList: (request) => {
@@ -164,16 +182,28 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       problems.rateLimited(Math.max(1, Math.ceil(context.ttl / 1000))),
   });
 
-  app.get('/healthz', { schema: { tags: ['ops'], summary: 'The process is up.' } }, async () => ({
-    status: 'ok',
-  }));
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['ops'],
+        operationId: 'getHealth',
+        summary: 'The process is up.',
+        response: { 200: HealthSchema },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
   app.get(
     '/readyz',
     {
       schema: {
         tags: ['ops'],
+        operationId: 'getReadiness',
+        response: { 200: ReadinessSchema, ...problemResponses(503) },
         summary:
-          'Storage is reachable. With REDIS_URL, `redis` says whether this process reaches Redis; ' +
+          'Storage is reachable. With REDIS_URL, `redis` says whether this process reaches Redis and has ' +
+          'rejoined the others (subscribed again, its presence re-written); ' +
           'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1).',
       },
     },
@@ -183,13 +213,22 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       } catch {
         throw problems.unavailable('Storage is not reachable.');
       }
-      const redis = services.redis ? { redis: services.redis.up ? 'up' : 'down' } : {};
+      const redis = services.redis ? { redis: services.redis.joined ? 'up' : 'down' } : {};
       return { status: 'ready', storage: ctx.storage.dialect, ...redis };
     },
   );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(authRoutes, { auth: services.auth });
+  await app.register(authRoutes, {
+    auth: services.auth,
+    // Refused client authentications per client id and address (a secret cannot be guessed at speed).
+    tokenFailures: failureWindow(services.redis, clock, {
+      name: 'token',
+      limit: config.tokenFailuresPerMinute,
+      windowMs: 60_000,
+      log: ctx.logger,
+    }),
+  });
   await app.register(sessionsPlugin, {
     sessions,
     events,
@@ -207,9 +246,21 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     },
   });
   await app.register(streamsPlugin, { streams, sessions });
-  await app.register(commandsPlugin, { commands, sessions });
-  await app.register(realtimePlugin, { hub, sessions });
+  await app.register(commandsPlugin, { commands, sessions: services.liveSessions });
+  await app.register(realtimePlugin, {
+    hub,
+    sessions,
+    limits: {
+      spend: (principal) => budget.spend(deviceBudgetKey(principal), config.rateLimitDeviceRps),
+      pausePending: config.wsPausePending,
+      // Four of the largest frames: a device may have a few big batches in flight, no more.
+      pauseBytes: 4 * config.wsMaxMessageBytes,
+      maxPending: config.wsMaxPending,
+    },
+  });
   await app.register(rewardsPlugin, { rewards: services.rewards, publicUrl: config.publicUrl });
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
+  // The web console and the viewer page (CONTRACT §10), built by @liveline/console.
+  await app.register(pagesPlugin, {});
   return app;
 }

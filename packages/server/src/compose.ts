@@ -4,15 +4,16 @@ import { type Bus, type BusDeployment, connectBus, type Presence, type RedisLink
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
+import { publicUrlWarning } from './http/public-url.ts';
 import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
 import { failureWindow } from './limits/index.ts';
-import { type AuthService, createAuth, loadServerKeys, type OperatorToken } from './modules/auth/index.ts';
+import { type AuthService, createAuth, KeyRing, type OperatorToken } from './modules/auth/index.ts';
 import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
-import { SessionsService } from './modules/sessions/index.ts';
+import { LiveSessions, SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
 import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
 import type { Outbox } from './outbox.ts';
@@ -39,6 +40,8 @@ export interface Services {
   digestKey: Buffer;
   events: EventsService;
   sessions: SessionsService;
+  /** Live sessions remembered for the command path (no read per command). */
+  liveSessions: LiveSessions;
   streams: StreamsService;
   delivery: CommandDelivery;
   commands: CommandsService;
@@ -64,10 +67,12 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
   const storage = await openStorage(config);
   // The embedded store keeps the signing keys (and the admin token) in the data directory.
   if (!config.databaseUrl) for (const warning of dataDirWarnings(config.dataDir)) logger.warn(warning);
+  const hostTrust = publicUrlWarning(config);
+  if (hostTrust) logger.warn(hostTrust);
   let deployment: BusDeployment | undefined;
   try {
     const log = logger as FastifyBaseLogger;
-    const keys = await loadServerKeys(storage, config.secretKey, clock.now());
+    const keys = await KeyRing.open(storage, config.secretKey, clock);
     const metrics = createMetrics();
     const signals = new Signals((err, signal) => logger.error({ err, signal }, 'signal handler failed'));
     deployment = await connectBus({
@@ -84,13 +89,16 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       maxEventsPerBatch: config.maxEventsPerBatch,
     });
     const sessions = new SessionsService(storage, clock, events, signals);
+    const liveSessions = new LiveSessions(sessions, clock);
     const streams = new StreamsService(storage, clock, sessions, events);
     const delivery = new CommandDelivery(storage, clock, bus, presence, log, { remoteWaitMs: 2000 });
-    const commands = new CommandsService(storage, clock, delivery, signals);
+    const commands = new CommandsService(storage, clock, delivery, signals, {
+      queue: { limit: config.quotas.pendingCommands, shared: config.redisUrl !== null },
+    });
     const hub = new RealtimeHub(bus, presence, clock, log, {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
-    const auth = createAuth({ storage, clock, config, keys });
+    const auth = await createAuth({ storage, clock, config, keys });
     const webhooks = createWebhooks({
       storage,
       clock,
@@ -130,6 +138,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       digestKey: keys.digestKey,
       events,
       sessions,
+      liveSessions,
       streams,
       delivery,
       commands,

@@ -1,4 +1,6 @@
+import net from 'node:net';
 import path from 'node:path';
+import { publicUrlProblem } from './http/public-url.ts';
 
 /** Every setting the server reads from the environment, parsed and validated once. */
 export interface Config {
@@ -18,22 +20,52 @@ export interface Config {
   adminToken: string | null;
   /** Key for the keyed digests of client and campaign secrets; generated and stored in the database when unset. */
   secretKey: string | null;
+  /** LIVELINE_PUBLIC_URL: the base of every URL the server hands out (else the request's Host). */
   publicUrl: string | null;
+  /** NODE_ENV: `production` without LIVELINE_PUBLIC_URL gets a startup warning. */
+  nodeEnv: string | null;
   logLevel: string;
   sessionIdleTimeoutS: number;
   streamGraceS: number;
   heartbeatIntervalMs: number;
   commandSweepIntervalMs: number;
   wsMaxMessageBytes: number;
+  /** Unprocessed messages of one device socket at which the server stops reading it (resumes at half). */
+  wsPausePending: number;
+  /** Unprocessed messages of one device socket beyond which it is closed with 1008. */
+  wsMaxPending: number;
   accessTokenTtlS: number;
   deviceTokenTtlS: number;
   bodyLimitBytes: number;
   maxEventsPerBatch: number;
   rateLimitTenantRps: number;
   rateLimitDeviceRps: number;
+  /** Refused client authentications at `/oauth/token` per minute per client id and address; 0 = no limit. */
+  tokenFailuresPerMinute: number;
+  /**
+   * Which proxies' `X-Forwarded-For` gives `request.ip` (Fastify's `trustProxy`): false (none), true
+   * (any), a number of hops, or the proxies' addresses and CIDR ranges.
+   */
+  trustProxy: TrustProxy;
   shutdownTimeoutMs: number;
   webhooks: WebhookConfig;
   rewards: RewardsConfig;
+  quotas: QuotaConfig;
+}
+
+/**
+ * Per-tenant quotas (docs/configuration.md, "Quotas"): how many of a thing may exist at once; `0`
+ * turns one off. Checked in the transaction that adds the thing, so a concurrent burst cannot pass.
+ */
+export interface QuotaConfig {
+  /** Webhook endpoints per tenant (409 `webhook_endpoint_quota_exceeded`). */
+  webhookEndpoints: number;
+  /** Unsettled (queued or delivered) commands per session (429 `command_queue_full`). */
+  pendingCommands: number;
+  /** Campaigns per tenant, ended ones included (409 `campaign_quota_exceeded`). */
+  campaigns: number;
+  /** Challenges per tenant, over all its campaigns (409 `challenge_quota_exceeded`). */
+  challenges: number;
 }
 
 /** Streaming challenges (CONTRACT §7, §8). */
@@ -50,6 +82,11 @@ export interface WebhookConfig {
   retryScheduleS: number[];
   /** Deliver to private, loopback and link-local addresses too (tests, trusted networks). */
   allowPrivate: boolean;
+  /**
+   * Not from the environment: how receiver host names are resolved, at registration and at every
+   * connect (default: the system's `dns.lookup`). Tests set it to play a DNS-rebinding attacker.
+   */
+  resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
   /** One attempt's whole time: connect, send, response headers and body. */
   timeoutMs: number;
   /** Attempts in flight in one process, and per endpoint. */
@@ -68,6 +105,20 @@ export interface WebhookConfig {
 }
 
 export class ConfigError extends Error {}
+
+export type TrustProxy = boolean | number | string[];
+
+/** proxy-addr's names for address ranges, accepted in LIVELINE_TRUST_PROXY's list. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isAddressOrRange(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true;
+  const [address, bits, ...rest] = entry.split('/');
+  const family = net.isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 type Env = Record<string, string | undefined>;
 
@@ -92,6 +143,27 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (/^(true|1|yes)$/i.test(raw)) return true;
   if (/^(false|0|no)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/** LIVELINE_TRUST_PROXY: unset or false, true, a number of hops, or a comma-separated list of addresses and CIDRs. */
+function trustProxy(env: Env): TrustProxy {
+  const raw = str(env, 'LIVELINE_TRUST_PROXY');
+  if (raw === null || /^false$/i.test(raw)) return false;
+  if (/^true$/i.test(raw)) return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 32) throw new ConfigError(`LIVELINE_TRUST_PROXY must be at most 32 hops, got ${hops}`);
+    return hops === 0 ? false : hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  const bad = entries.filter((e) => !isAddressOrRange(e));
+  if (bad.length > 0 || entries.length > 100) {
+    throw new ConfigError(
+      'LIVELINE_TRUST_PROXY must be false, true, a number of hops, or a comma-separated list of ' +
+        `addresses and CIDR ranges (or loopback, linklocal, uniquelocal); not valid: "${bad.join('", "')}"`,
+    );
+  }
+  return entries;
 }
 
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE_S = [5, 300, 1800, 7200, 18000, 36000, 36000];
@@ -127,6 +199,13 @@ function loadWebhookConfig(env: Env): WebhookConfig {
   };
 }
 
+function publicUrl(env: Env): string | null {
+  const raw = str(env, 'LIVELINE_PUBLIC_URL');
+  const problem = raw === null ? null : publicUrlProblem(raw);
+  if (problem) throw new ConfigError(`LIVELINE_PUBLIC_URL ${problem}`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = str(env, 'DATABASE_URL');
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -147,6 +226,10 @@ export function loadConfig(env: Env = process.env): Config {
   const sync = (str(env, 'LIVELINE_SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
   if (sync !== 'FULL' && sync !== 'NORMAL')
     throw new ConfigError('LIVELINE_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  const wsPausePending = int(env, 'LIVELINE_WS_PAUSE_PENDING', 64, 1, 100_000);
+  const wsMaxPending = int(env, 'LIVELINE_WS_MAX_PENDING', 1024, 1, 1_000_000);
+  if (wsMaxPending < wsPausePending)
+    throw new ConfigError('LIVELINE_WS_MAX_PENDING must be at least LIVELINE_WS_PAUSE_PENDING');
   const adminToken = str(env, 'LIVELINE_ADMIN_TOKEN');
   if (adminToken && adminToken.length < 16)
     throw new ConfigError('LIVELINE_ADMIN_TOKEN must be at least 16 characters');
@@ -162,24 +245,35 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteSynchronous: sync,
     adminToken,
     secretKey: str(env, 'LIVELINE_SECRET_KEY'),
-    publicUrl: str(env, 'LIVELINE_PUBLIC_URL'),
+    publicUrl: publicUrl(env),
+    nodeEnv: str(env, 'NODE_ENV'),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     sessionIdleTimeoutS: int(env, 'LIVELINE_SESSION_IDLE_TIMEOUT_S', 600, 1, 30 * 86400),
     streamGraceS: int(env, 'LIVELINE_STREAM_GRACE_S', 60, 1, 86400),
     heartbeatIntervalMs: int(env, 'LIVELINE_HEARTBEAT_INTERVAL_MS', 15000, 100, 600000),
     commandSweepIntervalMs: int(env, 'LIVELINE_COMMAND_SWEEP_MS', 1000, 50, 60000),
     wsMaxMessageBytes: int(env, 'LIVELINE_WS_MAX_MESSAGE_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
+    wsPausePending,
+    wsMaxPending,
     accessTokenTtlS: int(env, 'LIVELINE_ACCESS_TOKEN_TTL_S', 3600, 60, 86400),
     deviceTokenTtlS: int(env, 'LIVELINE_DEVICE_TOKEN_TTL_S', 86400, 60, 30 * 86400),
     bodyLimitBytes: int(env, 'LIVELINE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     maxEventsPerBatch: int(env, 'LIVELINE_MAX_EVENTS_PER_BATCH', 1000, 1, 100000),
     rateLimitTenantRps: int(env, 'LIVELINE_RATE_LIMIT_TENANT_RPS', 2000, 0, 10_000_000),
     rateLimitDeviceRps: int(env, 'LIVELINE_RATE_LIMIT_DEVICE_RPS', 100, 0, 10_000_000),
+    tokenFailuresPerMinute: int(env, 'LIVELINE_TOKEN_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
+    trustProxy: trustProxy(env),
     shutdownTimeoutMs: int(env, 'LIVELINE_SHUTDOWN_TIMEOUT_MS', 10000, 100, 600000),
     webhooks: loadWebhookConfig(env),
     rewards: {
       importLimitBytes: int(env, 'LIVELINE_IMPORT_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       verifyFailuresPerMinute: int(env, 'LIVELINE_VERIFY_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
+    },
+    quotas: {
+      webhookEndpoints: int(env, 'LIVELINE_QUOTA_WEBHOOK_ENDPOINTS', 20, 0, 100_000),
+      pendingCommands: int(env, 'LIVELINE_QUOTA_PENDING_COMMANDS', 100, 0, 1_000_000),
+      campaigns: int(env, 'LIVELINE_QUOTA_CAMPAIGNS', 1000, 0, 10_000_000),
+      challenges: int(env, 'LIVELINE_QUOTA_CHALLENGES', 10_000, 0, 100_000_000),
     },
   };
 }

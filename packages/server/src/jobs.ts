@@ -1,4 +1,5 @@
 import type { Services } from './compose.ts';
+import { AUTH_REFRESH_MS } from './modules/auth/index.ts';
 
 /**
  * Periodic work of one process (sweeps, expiry, dispatch). Modules describe their jobs; `compose.ts`
@@ -74,6 +75,7 @@ export function jobsOf({
   hub,
   presence,
   webhooks,
+  auth,
 }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
   const graceMs = config.streamGraceS * 1000;
@@ -98,6 +100,15 @@ export function jobsOf({
     { name: 'commands.expiry', everyMs: config.commandSweepIntervalMs, run: () => commands.sweepExpired() },
     // Server pings find dead device sockets.
     { name: 'realtime.ping', everyMs: config.heartbeatIntervalMs, run: async () => hub.pingAll() },
+    // Device sockets whose token expired (4401) or was revoked (4003; the bus closes those at once,
+    // this catches what a lost bus message missed) close within a second.
+    {
+      name: 'realtime.token-check',
+      everyMs: 1000,
+      run: async () => hub.closeRefused((principal) => auth.refusal(principal)),
+    },
+    // Revocations and signing keys changed by other processes, read from the store in case the bus lost them.
+    { name: 'auth.refresh', everyMs: AUTH_REFRESH_MS, run: () => auth.refresh() },
     // Finished webhook deliveries past retention are deleted.
     ...webhooks.jobs(),
   ];

@@ -16,7 +16,14 @@ export function digestSecret(key: Buffer, secret: string): string {
 
 /** Constant-time comparison of two strings of any lengths. */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a, 'utf8').digest();
-  const db = createHash('sha256').update(b, 'utf8').digest();
-  return timingSafeEqual(da, db);
+  return constantTimeMatcher(b)(a);
+}
+
+/**
+ * A constant-time test against one fixed secret, whose digest is taken once: each test then hashes
+ * only the candidate (the operator token is tested against every authenticated request).
+ */
+export function constantTimeMatcher(secret: string): (candidate: string) => boolean {
+  const expected = createHash('sha256').update(secret, 'utf8').digest();
+  return (candidate) => timingSafeEqual(createHash('sha256').update(candidate, 'utf8').digest(), expected);
 }

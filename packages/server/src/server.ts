@@ -47,6 +47,9 @@ export async function startServer(
       for (const worker of services.workers) worker.start();
     });
     app.addHook('onClose', async () => {
+      // The sockets are closed (preClose) and the requests answered; frames read before the close are
+      // still being handled and need the store.
+      await services.hub.drain();
       await scheduler.stop();
       for (const worker of services.workers) await worker.stop();
       await services.close();

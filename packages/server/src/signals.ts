@@ -1,5 +1,8 @@
-/** What a command came to: the device acknowledged it, refused it, or it expired unanswered. */
-export type CommandOutcome = 'acknowledged' | 'failed' | 'expired';
+/**
+ * What a command came to: the device acknowledged it, refused it, it expired unanswered, or the
+ * tenant cancelled it (CONTRACT §14).
+ */
+export type CommandOutcome = 'acknowledged' | 'failed' | 'expired' | 'cancelled';
 
 export interface SettledCommand {
   commandId: string;

@@ -1,6 +1,7 @@
 import type { Services } from './compose.ts';
 import { CLOSE } from './modules/realtime/index.ts';
 import { eventSession } from './modules/sessions/index.ts';
+import { STREAM_COMMAND_NAMES } from './modules/streams/index.ts';
 import type { StoredEvent } from './modules/webhooks/index.ts';
 
 /**
@@ -8,13 +9,28 @@ import type { StoredEvent } from './modules/webhooks/index.ts';
  *
  * A command: commands stores it (the streams state machine moves in the same transaction through an
  * issue hook) → delivery carries it over the bus to the process holding the socket → the hub writes
- * it → the device's ack settles it (`command.settled`) → streams move and emit their events.
+ * it → the device's ack settles it, and in that same transaction streams move (a settle hook), writing
+ * their events and the events' outbox rows; expiry and cancel settle the same way (`command.settled`
+ * follows the commit).
  *
  * An event batch: events validates and group-commits it, stamped with the live stream; in the same
  * transaction sessions record the device's contact and webhooks write outbox rows.
  */
 export function wire(s: Services) {
-  const { events, sessions, streams, commands, delivery, hub, bus, presence, signals, webhooks } = s;
+  const {
+    events,
+    sessions,
+    liveSessions,
+    streams,
+    commands,
+    delivery,
+    hub,
+    bus,
+    presence,
+    signals,
+    webhooks,
+    auth,
+  } = s;
 
   // --- a command ------------------------------------------------------------------------------------
   commands.onIssue('stream.start', async (trx, session, { commandId, data }) => {
@@ -75,10 +91,10 @@ export function wire(s: Services) {
     },
     contact: (sessionId) => sessions.noteContact(sessionId),
   });
-  signals.on('command.settled', (command) => streams.onCommandSettled(command));
+  commands.onSettle(STREAM_COMMAND_NAMES, (trx, command) => streams.onCommandSettled(trx, command));
 
   // --- an event batch -------------------------------------------------------------------------------
-  events.resolveStreamWith((sessionId) => streams.currentStreamId(sessionId));
+  events.resolveStreamWith((sessionId, db) => streams.currentStreamId(sessionId, db));
   events.onStored((trx, group) => sessions.touchAll(trx, group.contacts));
   events.onStored(async (trx, group) => {
     const tenants = new Set([...group.sessions.values()].map((session) => session.tenantId));
@@ -93,17 +109,23 @@ export function wire(s: Services) {
     }
     await webhooks.outbox.recordStoredEvents(trx, stored);
   });
-  // A device's SessionEnd event is the session's end (no second SessionEnd is emitted).
-  events.onSessionEndEvent(async (session, reason) => {
-    const row = await sessions.findForTenant(session.tenantId, session.sessionId);
-    if (row) await sessions.end(row, reason, { emit: false });
+  // A device's SessionEnd event is the session's end, in the transaction that stores it (no second
+  // SessionEnd is emitted); the end is announced once committed.
+  events.onSessionEndEvent(async (trx, session, reason) => {
+    const ended = await sessions.endIn(trx, session.sessionId, reason, { emit: false });
+    return ended ? () => sessions.announceEnd(ended) : undefined;
   });
 
   // --- several processes ---------------------------------------------------------------------------
-  // After a cut in the bus, this process may have missed commands and endpoint changes.
+  // After a cut in the bus, this process may have missed commands, endpoint changes and revocations.
   bus.onResync(() => {
+    liveSessions.clear();
     void delivery.resync();
     webhooks.changedElsewhere(null);
+    void auth.refresh().then(
+      () => hub.closeRefused((principal) => auth.refusal(principal)),
+      () => {}, // the auth.refresh job tries again
+    );
   });
   webhooks.onEndpointsChanged(
     (tenantId) => void bus.publish({ type: 'endpoints.changed', tenantId, origin: bus.nodeId }),
@@ -111,6 +133,16 @@ export function wire(s: Services) {
   bus.subscribe((message) => {
     if (message.type === 'endpoints.changed' && message.origin !== bus.nodeId)
       webhooks.changedElsewhere(message.tenantId);
+    // A session ended here or on another process: its remembered row goes.
+    if (message.type === 'close' && message.code === CLOSE.sessionEnded)
+      liveSessions.forget(message.sessionId);
+  });
+  // Revocations and key rotations (CONTRACT §15) reach every process; sockets of revoked tokens close (4003).
+  auth.onChange((change) => bus.publish({ type: 'auth.changed', origin: bus.nodeId, change }));
+  bus.subscribe(async (message) => {
+    if (message.type !== 'auth.changed') return;
+    if (message.origin !== bus.nodeId) await auth.changedElsewhere(message.change);
+    if (message.change.kind !== 'keys') hub.closeRefused((principal) => auth.refusal(principal));
   });
 
   // --- what a session is, and its end -----------------------------------------------------------------
@@ -119,8 +151,9 @@ export function wire(s: Services) {
     const connected = await presence.connected(ids);
     return new Map([...connected].map((id) => [id, { connected: true }]));
   });
-  // Other modules wind down first (a live stream stops), then the session's own SessionEnd.
-  signals.on('session.ended', (ended) => streams.stopOnSessionEnd(ended));
+  // In the transaction that ends a session its stream stops first (with its events), then its own
+  // SessionEnd is written; the signal follows the commit.
+  sessions.onEnding((trx, ended) => streams.stopOnSessionEnd(trx, ended));
   // An ended session's socket is closed wherever it is (the device can still post late events).
   signals.on('session.ended', ({ sessionId }) =>
     bus.publish({ type: 'close', sessionId, code: CLOSE.sessionEnded, reason: 'the session has ended' }),

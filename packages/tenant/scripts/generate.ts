@@ -1,16 +1,23 @@
-// Regenerates src/generated/api.ts from a running server's /openapi.json:
-//   LIVELINE_URL=http://127.0.0.1:8080 npm run generate -w @liveline/tenant
+// Regenerates src/generated/api.ts from the server's OpenAPI document:
+//   npm run generate -w @liveline/tenant                      (the document of the server in this tree)
+//   LIVELINE_URL=http://127.0.0.1:8080 npm run generate -w @liveline/tenant   (a running server's)
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { openapiDocument } from '../../server/src/cli/openapi.ts';
 
-const base = (process.argv[2] ?? process.env.LIVELINE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
-const res = await fetch(`${base}/openapi.json`);
-if (!res.ok) throw new Error(`GET ${base}/openapi.json answered ${res.status}`);
-const text = await res.text();
-const document = JSON.parse(text) as Parameters<typeof openapiTS>[0];
+async function fetchDocument(base: string) {
+  const res = await fetch(`${base.replace(/\/+$/, '')}/openapi.json`);
+  if (!res.ok) throw new Error(`GET ${base}/openapi.json answered ${res.status}`);
+  return res.json();
+}
+
+const base = process.argv[2] ?? process.env.LIVELINE_URL;
+const document = (base ? await fetchDocument(base) : await openapiDocument()) as Parameters<
+  typeof openapiTS
+>[0];
 // The document's digest goes in the header: a test compares it with the server's current one.
 const digest = createHash('sha256').update(JSON.stringify(document)).digest('hex');
 const ast = await openapiTS(document, { alphabetize: true });

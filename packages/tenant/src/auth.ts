@@ -43,7 +43,9 @@ export class TokenSource {
   private readonly now: () => number;
 
   constructor(private readonly options: TokenSourceOptions) {
-    this.fetch = options.fetch ?? globalThis.fetch;
+    // Called as a method of this object, a browser's own fetch would throw "Illegal invocation".
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    this.fetch = (input, init) => fetchImpl(input, init);
     this.now = options.now ?? Date.now;
   }
 
@@ -71,9 +73,8 @@ export class TokenSource {
     const { clientId, clientSecret, scope, baseUrl } = this.options;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (scope) form.set('scope', scope);
-    const basic = Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString(
-      'base64',
-    );
+    // btoa, not Buffer: the client runs in browsers too (the console). The text is ASCII once encoded.
+    const basic = btoa(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`);
     const started = this.now();
     const res = await this.fetch(`${baseUrl.replace(/\/+$/, '')}/oauth/token`, {
       method: 'POST',

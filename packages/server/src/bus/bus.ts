@@ -17,6 +17,8 @@ export interface WireCommand {
 export type BusMessage =
   /** Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`. */
   | { type: 'command'; sessionId: string; origin: string; command: WireCommand }
+  /** The command was cancelled: the node holding the session's socket tells the device (`command.cancel`). */
+  | { type: 'command.cancel'; sessionId: string; commandId: string }
   /** The node holding the socket wrote these commands to it. */
   | { type: 'delivered'; sessionId: string; origin: string; commandIds: string[] }
   /** A newer connection took the session: other nodes close theirs (close code 4001). */
@@ -24,7 +26,18 @@ export type BusMessage =
   /** Close the session's socket wherever it is (e.g. the session ended). */
   | { type: 'close'; sessionId: string; code: number; reason: string }
   /** A tenant's webhook endpoints changed on `origin`: other nodes drop what they cached of them. */
-  | { type: 'endpoints.changed'; tenantId: string; origin: string };
+  | { type: 'endpoints.changed'; tenantId: string; origin: string }
+  /**
+   * Tokens were revoked, or the signing keys changed, on `origin` (CONTRACT §15): every node updates
+   * what it keeps in memory (keys: reads them again) and closes the sockets of revoked tokens (4003).
+   */
+  | { type: 'auth.changed'; origin: string; change: AuthChange };
+
+/** What `auth.changed` carries (the auth module's `AuthChange`). */
+export type AuthChange =
+  | { kind: 'client'; tenantId: string; clientId: string; revokedAt: number }
+  | { kind: 'player'; tenantId: string; playerId: string; notBefore: number }
+  | { kind: 'keys' };
 
 export type BusHandler = (message: BusMessage) => Promise<void> | void;
 

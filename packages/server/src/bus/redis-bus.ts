@@ -12,14 +12,18 @@ export class RedisBus extends ClusterBus {
   private readonly onMessage = (channel: string, payload: string) => {
     if (channel === this.channel) this.onClusterMessage(payload);
   };
-  private readonly onUp = () => {
+  private readonly rejoin = async () => {
     // The channel is subscribed again (SUBSCRIBE is answered in order on the connection, so this
     // resolves after ioredis's own resubscription); only then can nothing published slip by.
-    this.link.subscriber.subscribe(this.channel).then(
-      () => this.resync(),
-      (err: unknown) => this.onError(err, 'bus resubscribe'),
-    );
+    try {
+      await this.link.subscriber.subscribe(this.channel);
+    } catch (err) {
+      this.onError(err, 'bus resubscribe');
+      throw err;
+    }
+    this.resync();
   };
+  private unregisterRejoin: (() => void) | undefined;
   private started = false;
 
   constructor(
@@ -35,7 +39,7 @@ export class RedisBus extends ClusterBus {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.link.on('up', this.onUp);
+    this.unregisterRejoin = this.link.onRejoin(this.rejoin);
     // While Redis is unreachable the node starts alone; `up` subscribes it when Redis answers.
     if (this.link.up) await this.link.subscriber.subscribe(this.channel);
   }
@@ -46,7 +50,7 @@ export class RedisBus extends ClusterBus {
 
   override async close(): Promise<void> {
     await super.close();
-    this.link.off('up', this.onUp);
+    this.unregisterRejoin?.();
     this.link.subscriber.off('message', this.onMessage);
     await this.link.subscriber.unsubscribe(this.channel).catch(() => {});
   }

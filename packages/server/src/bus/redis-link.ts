@@ -11,13 +11,19 @@ export interface RedisLinkOptions {
  * The connections of one process to Redis: one for commands, one in subscriber mode. Commands fail
  * at once while Redis is unreachable (no offline queue): a caller falls back to what it knows
  * locally instead of waiting. Reconnects by itself, at most a second apart, and says so: `up` and
- * `down` events, and `up` is emitted again after every reconnection (listeners catch up then).
+ * `down` events, and `up` is emitted again after every reconnection. What must be redone after a
+ * reconnection (subscribing again, re-writing presence claims) registers with `onRejoin`; the link
+ * counts as `joined` once all of it is done — what `/readyz` reports.
  */
 export class RedisLink extends EventEmitter<{ up: []; down: [] }> {
   readonly command: Redis;
   readonly subscriber: Redis;
   readonly prefix: string;
   private wasUp = false;
+  private readonly rejoinTasks = new Set<() => Promise<unknown>>();
+  /** Bumped on every reconnection; `joinedGeneration` catches up once the rejoin work is done. */
+  private generation = 0;
+  private joinedGeneration = 0;
 
   constructor(options: RedisLinkOptions) {
     super();
@@ -49,6 +55,17 @@ export class RedisLink extends EventEmitter<{ up: []; down: [] }> {
     return this.command.status === 'ready' && this.subscriber.status === 'ready';
   }
 
+  /** Up, and everything registered with `onRejoin` is done since the last (re)connection. */
+  get joined(): boolean {
+    return this.up && this.joinedGeneration === this.generation;
+  }
+
+  /** Work to redo after every reconnection; returns the function that unregisters it. */
+  onRejoin(task: () => Promise<unknown>): () => void {
+    this.rejoinTasks.add(task);
+    return () => this.rejoinTasks.delete(task);
+  }
+
   key(name: string): string {
     return `${this.prefix}${name}`;
   }
@@ -73,9 +90,26 @@ export class RedisLink extends EventEmitter<{ up: []; down: [] }> {
 
   private check() {
     const up = this.up;
-    if (up && !this.wasUp) this.emit('up');
+    const cameUp = up && !this.wasUp;
     if (!up && this.wasUp) this.emit('down');
     this.wasUp = up;
+    if (cameUp) {
+      const generation = ++this.generation;
+      this.emit('up');
+      void this.rejoin(generation);
+    }
+  }
+
+  /** Runs the rejoin work until all of it succeeds or the link drops (a second between tries). */
+  private async rejoin(generation: number) {
+    while (this.generation === generation && this.up) {
+      const results = await Promise.allSettled([...this.rejoinTasks].map((task) => task()));
+      if (results.every((r) => r.status === 'fulfilled')) {
+        if (this.generation === generation) this.joinedGeneration = generation;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000).unref());
+    }
   }
 
   async close(): Promise<void> {

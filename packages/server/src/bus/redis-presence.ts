@@ -50,10 +50,7 @@ export class RedisPresence implements Presence {
   private readonly redis: PresenceRedis;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastClaimRenewal = Date.now();
-  private readonly onUp = () => {
-    void this.renewLease();
-    void this.renewClaims();
-  };
+  private unregisterRejoin: (() => void) | undefined;
 
   constructor(
     private readonly link: RedisLink,
@@ -69,7 +66,7 @@ export class RedisPresence implements Presence {
 
   /** Starts renewing this node's lease (a third of the lease apart). */
   async start(): Promise<void> {
-    this.link.on('up', this.onUp);
+    this.unregisterRejoin = this.link.onRejoin(() => Promise.all([this.renewLease(), this.renewClaims()]));
     await this.renewLease();
     this.heartbeat = setInterval(
       () => {
@@ -116,7 +113,7 @@ export class RedisPresence implements Presence {
 
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
-    this.link.off('up', this.onUp);
+    this.unregisterRejoin?.();
     const claims = [...this.local];
     this.local.clear();
     try {

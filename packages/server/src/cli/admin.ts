@@ -22,6 +22,17 @@ interface CreatedClient extends Omit<Client, 'revokedAt'> {
   clientSecret: string;
 }
 
+interface RotatedClient extends CreatedClient {
+  previousSecretExpiresAt: number | null;
+}
+
+interface SigningKey {
+  kid: string;
+  createdAt: number;
+  signing: boolean;
+  retiresAt: number | null;
+}
+
 interface ListEnvelope {
   totalCount: number;
   hasMore: boolean;
@@ -172,6 +183,84 @@ function registerClientCommands(admin: Command) {
     if (opts.json) return out(json({ tenantId, clientId, revoked: true }));
     out(`Revoked client ${clientId}; its tokens stop working at once.\n`);
   });
+
+  registerClientSecretCommand(client);
+}
+
+function registerClientSecretCommand(client: Command) {
+  withConnection(
+    client
+      .command('rotate-secret')
+      .argument('<tenantId>', 'the tenant')
+      .argument('<clientId>', 'the client')
+      .option('--immediately', 'stop the current secret at once (default: it keeps working for 24 h)')
+      .description("replace a client's secret; the new one is printed once"),
+  ).action(async (tenantId: string, clientId: string, opts: CommonOptions & { immediately?: boolean }) => {
+    const conn = resolveConnection(opts);
+    const rotated = await adminRequest<RotatedClient>(
+      conn,
+      'POST',
+      `/admin/v1/tenants/${seg(tenantId)}/clients/${seg(clientId)}/secret/rotate`,
+      opts.immediately ? { immediately: true } : {},
+    );
+    if (opts.json) out(json(rotated));
+    else {
+      out(
+        fields([
+          ['clientId', rotated.clientId],
+          ['clientSecret', rotated.clientSecret],
+          [
+            'previousSecretExpiresAt',
+            rotated.previousSecretExpiresAt === null ? 'now' : time(rotated.previousSecretExpiresAt),
+          ],
+        ]),
+      );
+    }
+    process.stderr.write('Warning: store the client secret now; it will not be shown again.\n');
+  });
+}
+
+function keyTable(keys: SigningKey[]): string {
+  return table(
+    ['KID', 'CREATED', 'SIGNS', 'RETIRES'],
+    keys.map((k) => [k.kid, time(k.createdAt), k.signing ? 'yes' : 'no', time(k.retiresAt)]),
+  );
+}
+
+function registerKeyCommands(admin: Command) {
+  const keys = admin.command('keys').description('the keys that sign access and device tokens');
+
+  withConnection(
+    keys.command('list').description('list the signing keys, newest (the one that signs) last'),
+  ).action(async (opts: CommonOptions) => {
+    const conn = resolveConnection(opts);
+    const list = await adminRequest<{ keys: SigningKey[] }>(conn, 'GET', '/admin/v1/keys');
+    if (opts.json) return out(json(list));
+    out(keyTable(list.keys));
+  });
+
+  withConnection(
+    keys
+      .command('rotate')
+      .option(
+        '--retire-others',
+        'delete every other key at once (a key leaked): every token issued before stops working',
+      )
+      .description(
+        'make a new signing key; it signs from now on, on every process; older keys verify until the longest token lifetime (30 days) has passed',
+      ),
+  ).action(async (opts: CommonOptions & { retireOthers?: boolean }) => {
+    const conn = resolveConnection(opts);
+    const rotated = await adminRequest<{ key: SigningKey; keys: SigningKey[] }>(
+      conn,
+      'POST',
+      '/admin/v1/keys/rotate',
+      opts.retireOthers ? { retireOthers: true } : {},
+    );
+    if (opts.json) return out(json(rotated));
+    out(`New signing key ${rotated.key.kid}.\n`);
+    out(keyTable(rotated.keys));
+  });
 }
 
 /** `liveline admin ...`: the operator API over HTTP, against a running server. */
@@ -183,4 +272,5 @@ export function registerAdmin(program: Command) {
     );
   registerTenantCommands(admin);
   registerClientCommands(admin);
+  registerKeyCommands(admin);
 }

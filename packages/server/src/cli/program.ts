@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerAdmin } from './admin.ts';
 import { CliError } from './errors.ts';
+import { registerOpenapi } from './openapi.ts';
 import { registerSim } from './sim.ts';
 import { registerStart } from './start.ts';
 
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerStart(program);
   registerAdmin(program);
   registerSim(program);
+  registerOpenapi(program);
   return program;
 }
 

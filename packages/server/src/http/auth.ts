@@ -45,8 +45,8 @@ function bearerToken(request: FastifyRequest, spec: AuthSpec): string | null {
 }
 
 export interface AuthPluginOptions {
-  /** Who holds a bearer token, and whether a tenant token's client is still live. */
-  auth: Pick<AuthService, 'authenticate' | 'isClientLive'>;
+  /** Who holds a bearer token, and whether the token is still honoured (revocation, in memory). */
+  auth: Pick<AuthService, 'authenticate' | 'refusal'>;
 }
 
 /** Authenticates every request against its route's `config.auth` before the body is read. */
@@ -65,12 +65,18 @@ export const authPlugin = fp(
         return;
       }
       if (!principal) throw problems.invalidToken();
+      // Revoked tokens (a deleted client, a player's revocation) fail at once: an in-memory check on
+      // every request, kept current across processes by the bus.
+      const refusal = auth.refusal(principal);
+      if (refusal === 'expired') throw problems.invalidToken();
+      if (refusal === 'revoked')
+        throw principal.kind === 'tenant'
+          ? problems.clientRevoked()
+          : problems.unauthorized('This device token has been revoked.');
       if (principal.kind === 'tenant') {
         if (!spec.tenant) throw problems.tokenNotAccepted('tenant');
         const needed: readonly Scope[] = typeof spec.tenant === 'string' ? [spec.tenant] : spec.tenant;
         if (!needed.some((s) => principal.scopes.has(s))) throw problems.missingScope(needed);
-        // A revoked client's tokens stop working at once: asked on every request, never cached.
-        if (!(await auth.isClientLive(principal))) throw problems.clientRevoked();
       } else if (!spec.device) {
         throw problems.tokenNotAccepted('device');
       }

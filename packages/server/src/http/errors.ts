@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, ProblemError, problems } from './problem.ts';
 import { validationProblem } from './validation.ts';
@@ -45,4 +47,28 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
   return sendProblem(reply, problems.noRoute(request.method, request.url.split('?')[0]));
+}
+
+/**
+ * Refusals Node's HTTP parser makes before Fastify sees a request (headers over the size limit, a
+ * client too slow to send its request, bytes that are not HTTP) are problem documents like every
+ * other error; Fastify's own handler would answer them as plain JSON.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const problem =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? problems.headersTooLarge()
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problems.requestTimeout()
+        : problems.badRequest('The request is not valid HTTP.');
+  const body = JSON.stringify(problem.toProblem());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

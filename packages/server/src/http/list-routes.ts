@@ -1,28 +1,28 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import { type TProperties, type TSchema, Type } from 'typebox';
-import { DEFAULT_PAGE_SIZE, envelopeSchema, listEnvelope, type PageRequest } from './pagination.ts';
-import { problemResponses } from './schemas.ts';
+import {
+  DEFAULT_PAGE_SIZE,
+  envelopeSchema,
+  listEnvelope,
+  MAX_PAGE_SIZE,
+  type PageRequest,
+} from './pagination.ts';
+import { Int32, problemResponses } from './schemas.ts';
 
 /** The unpaginated form of a list is page 1 of this size (CONTRACT §4). */
 export const UNPAGINATED_PAGE_SIZE = 1000;
 
-const PageSize = Type.Integer({
-  minimum: 1,
-  maximum: 1000,
-  description: 'Items per page, 1–1000 (default 50).',
-});
+const PageSize = Int32(1, MAX_PAGE_SIZE, 'Items per page, 1–1000 (default 50).');
 /** A page past the last one is an empty list; past this bound it is a 400 (no store is asked to skip 10^20 rows). */
 export const MAX_PAGE_NUMBER = 10_000_000;
-export const PageNumber = Type.Integer({
-  minimum: 1,
-  maximum: MAX_PAGE_NUMBER,
-  description: '1-based page number.',
-});
+export const PageNumber = Int32(1, MAX_PAGE_NUMBER, '1-based page number.');
 
 export interface ListRoutes<Item> {
   /** The list's path; its pages are at `${url}/page/:pageNumber`. */
   url: string;
+  /** The list's `operationId` (e.g. `listActiveSessions`); its pages' is the same + `Page`. */
+  operationId: string;
   /** The envelope's key, e.g. `sessions`. */
   key: string;
   item: TSchema;
@@ -58,6 +58,7 @@ export function listRoutes<Item>(root: FastifyInstance, spec: ListRoutes<Item>) 
       config: spec.config,
       schema: {
         tags: spec.tags,
+        operationId: spec.operationId,
         summary: `${spec.summary}; page 1 of up to ${UNPAGINATED_PAGE_SIZE}.`,
         ...params,
         querystring: object(spec.query ?? {}),
@@ -77,6 +78,7 @@ export function listRoutes<Item>(root: FastifyInstance, spec: ListRoutes<Item>) 
       config: spec.config,
       schema: {
         tags: spec.tags,
+        operationId: `${spec.operationId}Page`,
         summary: `${spec.summary}; one page.`,
         params: object({ ...spec.params, pageNumber: PageNumber }),
         querystring: object({ ...spec.query, pageSize: Type.Optional(PageSize) }),

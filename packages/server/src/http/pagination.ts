@@ -1,14 +1,13 @@
 import { type TSchema, Type } from 'typebox';
+import { Count, Int32 } from './schemas.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
-
-export const PageNumberParam = Type.Integer({ minimum: 1, description: '1-based page number.' });
+/** The largest page (CONTRACT §4, §8). */
+export const MAX_PAGE_SIZE = 1000;
 
 export const PageSizeQuery = Type.Object(
   {
-    pageSize: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1000, description: 'Items per page, 1–1000 (default 50).' }),
-    ),
+    pageSize: Type.Optional(Int32(1, MAX_PAGE_SIZE, 'Items per page, 1–1000 (default 50).')),
   },
   { additionalProperties: false },
 );
@@ -36,11 +35,11 @@ export function envelopeSchema(key: string, item: TSchema) {
   // The key varies by route, so the static type is loosened to a record; the JSON schema stays exact.
   return Type.Unsafe<Record<string, unknown>>(
     Type.Object({
-      [key]: Type.Array(item),
-      page: Type.Integer(),
-      pageSize: Type.Integer(),
-      totalCount: Type.Integer(),
-      totalPages: Type.Integer(),
+      [key]: Type.Array(item, { maxItems: MAX_PAGE_SIZE }),
+      page: Count('The 1-based page number.'),
+      pageSize: Int32(1, MAX_PAGE_SIZE),
+      totalCount: Count(),
+      totalPages: Count(),
       hasMore: Type.Boolean(),
     }),
   );

@@ -1,4 +1,12 @@
 import { STATUS_CODES } from 'node:http';
+import { MAX_PROBLEM_DETAIL, MAX_PROBLEM_ERRORS, MAX_PROBLEM_FIELD } from './schemas.ts';
+
+/** `text`, cut to at most `max` characters (never in the middle of a surrogate pair). */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+}
 
 /** One field-level complaint inside a problem document. */
 export interface FieldError {
@@ -39,11 +47,17 @@ export class ProblemError extends Error {
       type: 'about:blank',
       title: STATUS_CODES[this.status] ?? 'Error',
       status: this.status,
-      detail: this.message,
+      detail: clip(this.message, MAX_PROBLEM_DETAIL),
       code: this.code,
       ...this.extra,
     };
-    if (this.errors) problem.errors = this.errors;
+    // Bounded as /openapi.json says: a detail or a path may quote what the client sent.
+    if (this.errors) {
+      problem.errors = this.errors.slice(0, MAX_PROBLEM_ERRORS).map((e) => ({
+        path: clip(e.path, MAX_PROBLEM_FIELD),
+        message: clip(e.message, MAX_PROBLEM_FIELD),
+      }));
+    }
     return problem;
   }
 }
@@ -68,6 +82,9 @@ export const problems = {
     new ProblemError(status, 'bad_request', detail),
   uriTooLong: () =>
     new ProblemError(414, 'uri_too_long', 'A part of the request path is longer than this API accepts.'),
+  headersTooLarge: () =>
+    new ProblemError(431, 'headers_too_large', 'The request headers are larger than this server accepts.'),
+  requestTimeout: () => new ProblemError(408, 'request_timeout', 'The request did not arrive in time.'),
   /** A rejected event batch: `code` is `validation_failed` or `unknown_event_type`. */
   eventBatchRejected: (
     code: 'validation_failed' | 'unknown_event_type',
@@ -117,6 +134,22 @@ export const problems = {
   challengeNotComplete: (progress: { value: number; target: number }) =>
     conflict('challenge_not_complete', 'The challenge is not complete yet.', { progress }),
   rewardCodeTaken: (detail: string) => conflict('reward_code_taken', detail),
+  /** A command no longer queued or delivered cannot be cancelled; `commandStatus` says what it came to. */
+  commandSettled: (status: string) =>
+    conflict(
+      'command_settled',
+      `The command is already ${status}; only a queued or delivered one can be cancelled.`,
+      { commandStatus: status },
+    ),
+  /**
+   * A per-tenant quota (docs/configuration.md, "Quotas") is used up: a state conflict (409), since
+   * retrying does not help until something is deleted. `limit` is the quota.
+   */
+  quotaExceeded: (
+    code: 'webhook_endpoint_quota_exceeded' | 'campaign_quota_exceeded' | 'challenge_quota_exceeded',
+    what: string,
+    limit: number,
+  ) => conflict(code, `This tenant already has the most ${what} it may have (${limit}).`, { limit }),
   // 413, 415, 429, 5xx
   payloadTooLarge: (detail: string) => new ProblemError(413, 'payload_too_large', detail),
   unsupportedMediaType: (detail: string) => new ProblemError(415, 'unsupported_media_type', detail),
@@ -130,6 +163,20 @@ export const problems = {
       {
         'Retry-After': String(retryAfterS),
       },
+    ),
+  /**
+   * The session already has `limit` unsettled commands (`LIVELINE_QUOTA_PENDING_COMMANDS`): 429, since
+   * the queue drains by itself (the device answers, or commands expire); `Retry-After` is when its
+   * oldest command expires at the latest.
+   */
+  commandQueueFull: (limit: number, retryAfterS: number) =>
+    new ProblemError(
+      429,
+      'command_queue_full',
+      `The session already has ${limit} commands waiting for the device; retry after ${retryAfterS} s or cancel one.`,
+      undefined,
+      { limit },
+      { 'Retry-After': String(retryAfterS) },
     ),
   internal: () => new ProblemError(500, 'internal', 'An internal error occurred; it has been logged.'),
   unavailable: (detail: string) => new ProblemError(503, 'unavailable', detail),

@@ -8,10 +8,21 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 const common: Options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false };
 
+/**
+ * ajv-formats, with `int32` and `int64` as annotations: they give an integer's width in /openapi.json,
+ * and every such schema bounds the integer with `minimum` and `maximum`, which are what is checked (a
+ * value out of range gets one error, not two).
+ */
+function withFormats(ajv: Ajv): Ajv {
+  addFormats(ajv);
+  for (const name of ['int32', 'int64']) ajv.addFormat(name, { type: 'number', validate: () => true });
+  return ajv;
+}
+
 /** Bodies are taken as sent: no coercion, unknown fields rejected by the schemas. */
-export const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }));
+export const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }));
 /** Query strings and path parameters arrive as text, so they are coerced to the schema's types. */
-const textAjv = addFormats(new Ajv({ ...common, coerceTypes: true }));
+const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true }));
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
@@ -100,3 +111,36 @@ export function validationProblem(errors: ErrorObject[], context: string) {
  */
 export const handlerValidatesBody: FastifySchemaCompiler<unknown> = (route) =>
   route.httpPart === 'body' ? () => true : validatorCompiler(route);
+
+/**
+ * The first place in `value` where text holds U+0000, as an `errors[].path`, or null. PostgreSQL
+ * cannot store that character in text, so it is refused as input on every store alike.
+ */
+export function findNul(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (!value || typeof value !== 'object' || depth > 64) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], `${path}[${i}]`, depth + 1);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, child] of Object.entries(value)) {
+    const at = path === '' ? key : `${path}.${key}`;
+    if (key.includes('\u0000')) return at;
+    const found = findNul(child, at, depth + 1);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/** For a `preValidation` hook: a path parameter, query parameter or JSON body field holding U+0000 is a 400. */
+export async function refuseNul(request: { params: unknown; query: unknown; body: unknown }) {
+  const at = findNul(request.params, 'path') ?? findNul(request.query, 'query') ?? findNul(request.body, '');
+  if (at !== null) {
+    throw problems.validation(`The request is invalid: ${at || 'body'} contains the character U+0000.`, [
+      { path: at, message: 'must not contain the character U+0000' },
+    ]);
+  }
+}

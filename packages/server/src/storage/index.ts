@@ -8,7 +8,7 @@ import type { Storage } from './storage.ts';
 export { dataDirWarnings } from './data-dir.ts';
 export type { Database } from './schema.ts';
 export { Statement, StatementFamily } from './statement.ts';
-export type { DialectName, Storage } from './storage.ts';
+export type { CompiledStatement, DialectName, Storage } from './storage.ts';
 
 /** Opens the configured store (PostgreSQL when DATABASE_URL is set, else SQLite) and migrates it. */
 export async function openStorage(

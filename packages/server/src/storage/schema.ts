@@ -9,9 +9,11 @@ export interface Database {
   server_keys: ServerKeysTable;
   tenants: TenantsTable;
   oauth_clients: OAuthClientsTable;
+  player_token_revocations: PlayerTokenRevocationsTable;
   sessions: SessionsTable;
   events: EventsTable;
   commands: CommandsTable;
+  command_answers: CommandAnswersTable;
   session_streams: SessionStreamsTable;
   stream_intervals: StreamIntervalsTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -45,6 +47,16 @@ export interface OAuthClientsTable {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
+  /** The secret a rotation replaced (its keyed digest), and until when it still works. */
+  previous_secret_digest: string | null;
+  previous_secret_expires_at: number | null;
+}
+
+/** Device tokens of a player issued before `not_before` are refused (auth: revocation). */
+export interface PlayerTokenRevocationsTable {
+  tenant_id: string;
+  player_id: string;
+  not_before: number;
 }
 
 export interface SessionsTable {
@@ -79,7 +91,7 @@ export interface CommandsTable {
   name: string;
   /** JSON text of the command's data as the device receives it. */
   data: string;
-  /** queued | delivered | acknowledged | failed | expired */
+  /** queued | delivered | acknowledged | failed | expired | cancelled */
   status: string;
   issued_at: number;
   expires_at: number;
@@ -89,6 +101,15 @@ export interface CommandsTable {
   error: string | null;
   idempotency_key: string | null;
   request_hash: string | null;
+}
+
+/** The first answer to a command request with an Idempotency-Key, kept to be sent again as it was. */
+export interface CommandAnswersTable {
+  command_id: string;
+  status_code: number;
+  /** The answer's body, exactly as it was sent. */
+  body: string;
+  created_at: number;
 }
 
 export interface SessionStreamsTable {

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
-import type { DialectName } from './storage.ts';
+import type { CompiledStatement, DialectName } from './storage.ts';
 
 /**
  * A fixed SQL statement run without the query builder, for the few statements on the hottest paths
@@ -14,13 +14,24 @@ export class Statement {
   constructor(private readonly text: string) {}
 
   run<R>(db: Kysely<Database>, dialect: DialectName, parameters: readonly unknown[]): Promise<R[]> {
+    return db
+      .executeQuery<R>(CompiledQuery.raw(this.textFor(dialect), [...parameters]))
+      .then((result) => result.rows);
+  }
+
+  /** The statement with its parameters, for `Storage.atomically`. */
+  bind(dialect: DialectName, parameters: readonly unknown[]): CompiledStatement {
+    return { sql: this.textFor(dialect), parameters };
+  }
+
+  private textFor(dialect: DialectName): string {
     let text = this.texts.get(dialect);
     if (text === undefined) {
       let n = 0;
       text = dialect === 'postgres' ? this.text.replace(/\?/g, () => `$${++n}`) : this.text;
       this.texts.set(dialect, text);
     }
-    return db.executeQuery<R>(CompiledQuery.raw(text, [...parameters])).then((result) => result.rows);
+    return text;
   }
 }
 

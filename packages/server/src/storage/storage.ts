@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -22,11 +22,24 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
   readonly bulk: BulkInserter;
+  /**
+   * Runs fixed statements as one transaction and returns each statement's rows: for a group commit
+   * whose statements are all known before it starts (no logic between them). SQLite sends BEGIN,
+   * the statements and COMMIT to its writer thread as one message; PostgreSQL runs one transaction.
+   * All or nothing: when a statement fails, nothing is written and the promise rejects.
+   */
+  atomically(statements: readonly CompiledStatement[]): Promise<Record<string, unknown>[][]>;
   /** Whether `err` is this backend's report of a unique-index violation. */
   isUniqueViolation(err: unknown): boolean;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A statement with its parameters, ready to run (`Statement.bind`, or a compiled Kysely query). */
+export interface CompiledStatement {
+  readonly sql: string;
+  readonly parameters: readonly unknown[];
 }
 
 export type ColumnType = 'text' | 'bigint' | 'integer';
@@ -49,4 +62,30 @@ export interface BulkInserter {
     spec: BulkTable<T>,
     rows: unknown[][],
   ): Promise<boolean[]>;
+}
+
+/**
+ * `Storage.atomically` through the query builder's transaction: one statement after another. A
+ * single statement is atomic by itself and runs alone (no BEGIN and COMMIT: one round trip).
+ */
+export async function inOneTransaction(
+  db: Kysely<Database>,
+  statements: readonly CompiledStatement[],
+): Promise<Record<string, unknown>[][]> {
+  if (statements.length === 0) return [];
+  if (statements.length === 1) {
+    const [s] = statements;
+    return [
+      (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(s.sql, [...s.parameters]))).rows,
+    ];
+  }
+  return db.transaction().execute(async (trx) => {
+    const results: Record<string, unknown>[][] = [];
+    for (const s of statements) {
+      results.push(
+        (await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(s.sql, [...s.parameters]))).rows,
+      );
+    }
+    return results;
+  });
 }

@@ -80,6 +80,8 @@ export async function startProcess(env: Env, options: { timeoutMs?: number } = {
         const entry = JSON.parse(line) as { msg?: string; url?: string };
         if (entry.msg?.startsWith('liveline listening') && entry.url) {
           clearTimeout(timer);
+          // Not on every later chunk: a busy server prints a line per request, and each look splits all of it.
+          child.stdout?.off('data', check);
           resolve(entry.url);
           return;
         }

@@ -189,6 +189,53 @@ if (clusterCanRun)
         expect((await call(s.url, 'GET', '/sessions/active', { token: other.token })).status).toBe(401);
     });
 
+    it("revokes a player's device tokens on every process: a socket held by another closes with 4003", async () => {
+      const [a, b, c] = servers;
+      const { token, sessionId } = await session(a.url);
+      const playerId = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).sub as string;
+      const device = await TestSocket.open(b.url, sessionId, token);
+      await device.ofType('welcome');
+      const start = (s: ServerProcess) => call(s.url, 'POST', '/client/v1/sessions', { token, json: {} });
+      // Each process has seen the token work (and keeps what it verified); few requests: the device limit is 8/s.
+      for (const s of [b, c]) expect((await start(s)).status).toBe(201);
+      const revokedAt = Date.now();
+      const revoked = await call(c.url, 'POST', '/client-tokens/revoke', {
+        token: tenant.token,
+        json: { playerId },
+      });
+      expect(revoked.status).toBe(200);
+      expect((await device.waitClosed()).code).toBe(4003);
+      for (const s of servers) await until(async () => (await start(s)).status === 401, 1000);
+      expect(Date.now() - revokedAt).toBeLessThan(1500);
+      // A token minted afterwards works everywhere.
+      await sleep(1000);
+      const fresh = await deviceToken(a.url, tenant.token, playerId);
+      for (const s of servers)
+        expect((await call(s.url, 'POST', '/client/v1/sessions', { token: fresh, json: {} })).status).toBe(
+          201,
+        );
+    });
+
+    it('a signing key rotated through one process signs and verifies on every process within a second', async () => {
+      const [a, b, c] = servers;
+      const kidOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString()).kid;
+      const rotated = await call(a.url, 'POST', '/admin/v1/keys/rotate', { token: ADMIN_TOKEN });
+      expect(rotated.status).toBe(200);
+      const newKid = (rotated.body.key as { kid: string }).kid;
+      // The others read the keys again on the bus message: within a second they sign with the new key.
+      for (const s of [b, c])
+        await until(async () => kidOf(await deviceToken(s.url, tenant.token, 'p-rotated')) === newKid, 1000);
+      const minted = await deviceToken(a.url, tenant.token, 'p-rotated');
+      expect(kidOf(minted)).toBe(newKid);
+      for (const s of servers)
+        expect((await call(s.url, 'POST', '/client/v1/sessions', { token: minted, json: {} })).status).toBe(
+          201,
+        );
+      // The tenant's access token, signed with the old key, still works everywhere.
+      for (const s of servers)
+        expect((await call(s.url, 'GET', '/sessions/active', { token: tenant.token })).status).toBe(200);
+    });
+
     it('counts failed reward verifications across processes', async () => {
       const campaign = await call(servers[0].url, 'POST', '/campaigns', {
         token: tenant.token,
@@ -275,8 +322,11 @@ if (clusterCanRun)
       const started = Date.now();
       expect((await device.ofType('command', 10_000)).data).toBe('remote while down');
       expect(Date.now() - started).toBeLessThan(10_000);
-      await until(async () => (await call(a.url, 'GET', '/readyz')).body.redis === 'up');
-      // Cross-process delivery is back: answered `delivered` again.
+      for (const server of [a, b]) {
+        await until(async () => (await call(server.url, 'GET', '/readyz')).body.redis === 'up');
+      }
+      // Both processes say they have rejoined (subscribed again, presence re-written): cross-process
+      // delivery is back, answered `delivered` again.
       expect((await text(b.url, sessionId, 'after')).body.status).toBe('delivered');
       expect((await device.ofType('command')).data).toBe('after');
       await device.close();

@@ -55,6 +55,68 @@ describe.each(backends)('realtime channel and commands (%s)', (backend) => {
       .toBe(false);
   });
 
+  it("a command's settle hook runs in the settling transaction: it sees the settlement, and its failure undoes it", async () => {
+    const seen: string[] = [];
+    server.services.commands.onSettle(['probe.seen'], async (trx, settled) => {
+      const row = await trx
+        .selectFrom('commands')
+        .select('status')
+        .where('command_id', '=', settled.commandId)
+        .executeTakeFirstOrThrow();
+      seen.push(`${settled.outcome}:${row.status}`);
+    });
+    server.services.commands.onSettle(['probe.fails'], async () => {
+      throw new Error('the hook failed');
+    });
+    const d = await device();
+    const socket = await TestSocket.open(base, d.sessionId, d.token, true);
+    await socket.ofType('welcome');
+    const variables = { names: ['x'], types: ['int'], values: ['1'] };
+    const ok = await command(d.sessionId, { name: 'probe.seen', data: variables });
+    const failing = await command(d.sessionId, { name: 'probe.fails', data: variables });
+    for (const sent of [ok, failing]) {
+      const msg = await socket.ofType('command');
+      expect(msg.commandId).toBe(sent.body.commandId);
+      socket.send({ type: 'ack', commandId: msg.commandId, ok: true });
+    }
+    await expect
+      .poll(async () => (await getCommand(d.sessionId, ok.body.commandId)).body.status)
+      .toBe('acknowledged');
+    expect(seen).toEqual(['acknowledged:acknowledged']);
+    // The failing hook's settlement was rolled back with it: still open, answerable again.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await getCommand(d.sessionId, failing.body.commandId)).body.status).toBe('delivered');
+    await socket.close();
+  });
+
+  it('an events frame holding U+0000 is refused (validation_failed) and stores nothing, on every store', async () => {
+    const d = await device();
+    const socket = await TestSocket.open(base, d.sessionId, d.token, true);
+    await socket.ofType('welcome');
+    const event = (id: string, message: string) => ({
+      id,
+      eventType: 'Error',
+      timestamp: Date.now(),
+      message,
+      severity: 'Error',
+    });
+    socket.send({ type: 'events', requestId: 'r1', events: [event('e1', 'bad\u0000byte')] });
+    const refused = await socket.ofType('error');
+    expect(refused).toMatchObject({ code: 'validation_failed' });
+    expect(refused.message).toContain('events[0].message');
+    // A backslash followed by "u0000" is ordinary text.
+    socket.send({ type: 'events', requestId: 'r2', events: [event('e2', 'a \\u0000 b')] });
+    expect(await socket.ofType('events.ack')).toMatchObject({ requestId: 'r2', accepted: 1 });
+    const stored = await call<{ events: { id: string; message?: string }[] }>(
+      base,
+      'GET',
+      `/sessions/${d.sessionId}`,
+      { token: tenant.token },
+    );
+    expect(stored.body.events.map((e) => e.id)).toEqual(['e2']);
+    await socket.close();
+  });
+
   it('a refused command is failed with the error', async () => {
     const d = await device();
     const socket = await TestSocket.open(base, d.sessionId, d.token, true);
@@ -288,6 +350,8 @@ describe.each(backends)('realtime channel and commands (%s)', (backend) => {
 
   it('commands to ended, unknown or foreign sessions', async () => {
     const d = await device();
+    // Accepted while live (the session is then remembered by the command path), refused once ended.
+    expect((await command(d.sessionId, { name: 'text', data: 'before' })).status).toBe(202);
     await call(base, 'POST', `/client/v1/sessions/${d.sessionId}/end`, { token: d.token });
     const ended = await command(d.sessionId, { name: 'text', data: 'x' });
     expect(ended.status).toBe(409);
@@ -339,16 +403,14 @@ describe.each(backends)('a vanished device’s stream (%s)', (backend) => {
     socket.ws.terminate();
     const read = () =>
       call<Json & { events: Json[] }>(base, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
-    await expect
-      .poll(async () => (await read()).body.stream, { timeout: 10_000, interval: 200 })
-      .toMatchObject({
-        state: 'idle',
-      });
-    // StreamStopped is written just after the state it reports (issue 10 makes them one transaction).
-    await expect
-      .poll(async () => (await read()).body.events.some((e) => e.eventType === 'StreamStopped'))
-      .toBe(true);
-    const session = (await read()).body;
+    // The first answer that shows the stream idle already holds its StreamStopped: the sweep writes
+    // the state and its event in one transaction, and the session is read before its events.
+    let session = (await read()).body;
+    for (const deadline = Date.now() + 10_000; (session.stream as Json).state !== 'idle'; ) {
+      if (Date.now() > deadline) throw new Error(`the stream was not stopped: ${JSON.stringify(session)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      session = (await read()).body;
+    }
     const stopped = session.events.find((e) => e.eventType === 'StreamStopped');
     expect(stopped).toMatchObject({
       reason: 'disconnected',

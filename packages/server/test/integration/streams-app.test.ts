@@ -62,16 +62,19 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     return row;
   }
 
+  /** A command's settlement as the commands module's settle hook reports it, in its transaction. */
   const settle = (row: SessionRow, commandId: string, name: string, outcome: CommandOutcome) =>
-    server.services.signals.emit('command.settled', {
-      commandId,
-      sessionId: row.session_id,
-      tenantId: row.tenant_id,
-      name,
-      data: {},
-      outcome,
-      error: outcome === 'failed' ? { code: 'nope' } : null,
-    });
+    server.services.storage.db.transaction().execute((trx) =>
+      server.services.streams.onCommandSettled(trx, {
+        commandId,
+        sessionId: row.session_id,
+        tenantId: row.tenant_id,
+        name,
+        data: {},
+        outcome,
+        error: outcome === 'failed' ? { code: 'nope' } : null,
+      }),
+    );
 
   beforeAll(async () => {
     server = await startTestServer(backend, {}, { clock });

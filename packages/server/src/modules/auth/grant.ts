@@ -56,19 +56,26 @@ export type Grant = { client: StoredClient; scopes: Scope[] } | { failure: OAuth
 
 /**
  * Decides a client-credentials request (RFC 6749 §4.4), in the order the errors are reported: client
- * authentication first (so an unauthenticated caller learns nothing about the form), then the grant
- * type, then the scopes asked for, which must be a subset of the client's.
+ * authentication first (so an unauthenticated caller learns nothing about the form; the current
+ * secret, or the one a rotation replaced while its overlap lasts), then the grant type, then the
+ * scopes asked for, which must be a subset of the client's.
  */
 export function decideGrant(
   digestKey: Buffer,
   credentials: ClientCredentials | null,
   client: StoredClient | null,
   form: TokenRequest,
+  now: number,
 ): Grant {
   if (!credentials) return { failure: oauthFailures.clientAuthenticationRequired() };
   const presented = digestSecret(digestKey, credentials.secret);
-  // Compare even when the client is unknown, so timing does not tell which ids exist.
-  const secretOk = constantTimeEqual(presented, client?.secretDigest ?? '');
+  // Compare with both secrets, even when the client is unknown or has no previous one, so timing
+  // tells neither which ids exist nor which secret matched.
+  const currentOk = constantTimeEqual(presented, client?.secretDigest ?? '');
+  const previousOk = constantTimeEqual(presented, client?.previousSecretDigest ?? '');
+  const previousLive =
+    client?.previousSecretDigest != null && (client.previousSecretExpiresAt ?? 0) > now && previousOk;
+  const secretOk = currentOk || previousLive;
   if (!client || !secretOk || client.revokedAt !== null) return { failure: oauthFailures.invalidClient() };
   if (form.grant_type === undefined) return { failure: oauthFailures.grantTypeRequired() };
   if (form.grant_type !== 'client_credentials') return { failure: oauthFailures.unsupportedGrantType() };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { constantTimeEqual } from '../../secrets.ts';
+import { constantTimeMatcher } from '../../secrets.ts';
 
 export interface OperatorToken {
   /** True when the bearer token is the operator's. Constant time. */
@@ -17,7 +17,7 @@ export interface OperatorToken {
  */
 export function resolveOperatorToken(configured: string | null, dataDir: string): OperatorToken {
   const build = (token: string, generated: string | null, file: string | null): OperatorToken => ({
-    matches: (candidate) => constantTimeEqual(candidate, token),
+    matches: constantTimeMatcher(token),
     generated,
     file,
   });

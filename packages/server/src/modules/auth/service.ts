@@ -4,8 +4,9 @@ import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
 import type { Storage } from '../../storage/index.ts';
 import { type ClientCredentials, decideGrant, type OAuthFailure, type TokenRequest } from './grant.ts';
-import type { ServerKeys } from './keys.ts';
+import type { KeyInfo, KeyRing } from './keys.ts';
 import { type OperatorToken, resolveOperatorToken } from './operator.ts';
+import { Revocations } from './revocations.ts';
 import { SCOPES, type Scope } from './scopes.ts';
 import * as store from './store.ts';
 import { type DevicePrincipal, type Principal, type TenantPrincipal, TokenService } from './tokens.ts';
@@ -22,8 +23,8 @@ export interface AuthDeps {
   storage: Storage;
   clock: Clock;
   config: AuthConfig;
-  /** The server's keys (`loadServerKeys`): they sign tokens and digest client secrets. */
-  keys: ServerKeys;
+  /** The server's keys (`KeyRing.open`): they sign tokens and digest client secrets. */
+  keys: KeyRing;
 }
 
 /** A token request answered: the access token (RFC 6749 §5.1) or why not (§5.2). */
@@ -31,48 +32,77 @@ export type TokenResponse = { token: AccessToken } | { failure: OAuthFailure };
 export type AccessToken = Awaited<ReturnType<TokenService['issueAccessToken']>>;
 export type DeviceToken = Awaited<ReturnType<TokenService['issueDeviceToken']>>;
 
-/** Builds the auth module's service: the operator token from the settings, tokens signed with `keys`. */
-export function createAuth(deps: AuthDeps): AuthService {
+/**
+ * A change to what tokens are honoured, made by one process and applied by every other (the bus
+ * carries it as `auth.changed`): a client revoked, a player's tokens revoked, the signing keys changed.
+ */
+export type AuthChange =
+  | { kind: 'client'; tenantId: string; clientId: string; revokedAt: number }
+  | { kind: 'player'; tenantId: string; playerId: string; notBefore: number }
+  | { kind: 'keys' };
+
+/** Why a verified token is no longer honoured. */
+export type TokenRefusal = 'revoked' | 'expired';
+
+/**
+ * How often every process reads the revocations and keys changed in the store: the bus brings them
+ * within a second, this is for a message the bus lost.
+ */
+export const AUTH_REFRESH_MS = 30_000;
+
+/** Signing keys past retirement are deleted from the store at most this often (besides start and rotation). */
+const KEY_PRUNE_EVERY_MS = 3600_000;
+
+/** How long the secret a rotation replaced keeps working (CONTRACT §15). */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 3600_000;
+
+/**
+ * Builds the auth module's service: the operator token from the settings, tokens signed with `keys`,
+ * the revocations read from the store.
+ */
+export async function createAuth(deps: AuthDeps): Promise<AuthService> {
   const { config, clock } = deps;
   const operator = resolveOperatorToken(config.adminToken, config.dataDir);
   const tokens = new TokenService(deps.keys, config.publicUrl ?? 'urn:liveline', clock);
-  return new AuthService(deps, operator, tokens);
+  const revocations = new Revocations(deps.storage, clock);
+  await revocations.refresh();
+  await deps.keys.prune();
+  return new AuthService(deps, operator, tokens, revocations);
 }
 
 /**
  * Who may call what (CONTRACT §1): tenants, their OAuth2 clients, the tokens the server issues, and
- * the one question every request asks — who holds this bearer token.
+ * the one question every request asks — who holds this bearer token, and is it still honoured.
  */
-/** How long an answer about a client's liveness is trusted (other processes' revocations apply within it). */
-const CLIENT_LIVENESS_MS = 1000;
-const MAX_REMEMBERED_CLIENTS = 10_000;
-
 export class AuthService {
   private readonly storage: Storage;
   private readonly clock: Clock;
   private readonly config: AuthConfig;
+  private readonly keys: KeyRing;
   private readonly digestKey: Buffer;
-
-  /** Recent answers of `isClientLive`, by tenant and client. */
-  private readonly liveness = new Map<string, { live: boolean; until: number }>();
+  private readonly changeListeners: ((change: AuthChange) => Promise<void> | void)[] = [];
+  private lastKeyPruneAt = 0;
 
   constructor(
     deps: AuthDeps,
     /** The operator's admin token (`generated` is set when this start made it: print it once). */
     readonly operator: OperatorToken,
     private readonly tokens: TokenService,
+    private readonly revocations: Revocations,
   ) {
     this.storage = deps.storage;
     this.clock = deps.clock;
     this.config = deps.config;
+    this.keys = deps.keys;
     this.digestKey = deps.keys.digestKey;
   }
 
   // --- the bearer token of a request ---------------------------------------------------------------
 
   /**
-   * The principal a bearer token stands for, or null. Verified tokens are cached until they expire,
-   * so this says nothing of revocation: ask `isClientLive` for a tenant principal on every request.
+   * The principal a bearer token stands for, or null when it is not a valid, unexpired token of
+   * ours. Verified tokens are cached until they expire, so this says nothing of revocation: ask
+   * `refusal` too.
    */
   async authenticate(token: string): Promise<Principal | null> {
     if (this.operator.matches(token)) return { kind: 'operator' };
@@ -80,19 +110,52 @@ export class AuthService {
   }
 
   /**
-   * True while the client of a tenant token exists and is not revoked. Asked on every request, so the
-   * answer is remembered for `CLIENT_LIVENESS_MS`: a revocation through this process applies at once
-   * (it forgets the answer), one through another process within that time (CONTRACT §9.1: 1 s).
+   * Whether a verified token is still honoured: null, or `revoked` (its client was deleted, or its
+   * player's tokens revoked after it was issued) or `expired` (a device token, asked again for an
+   * open socket). In memory only: asked on every request and for every open socket.
    */
-  async isClientLive(principal: Pick<TenantPrincipal, 'tenantId' | 'clientId'>): Promise<boolean> {
-    const key = `${principal.tenantId}\u0000${principal.clientId}`;
-    const known = this.liveness.get(key);
-    const now = performance.now();
-    if (known && known.until > now) return known.live;
-    const live = await store.isClientLive(this.storage, principal.tenantId, principal.clientId);
-    if (this.liveness.size >= MAX_REMEMBERED_CLIENTS) this.liveness.clear();
-    this.liveness.set(key, { live, until: now + CLIENT_LIVENESS_MS });
-    return live;
+  refusal(principal: TenantPrincipal | DevicePrincipal): TokenRefusal | null {
+    if (this.revocations.isRevoked(principal)) return 'revoked';
+    if (principal.kind === 'device' && principal.expiresAt <= this.clock.now()) return 'expired';
+    return null;
+  }
+
+  // --- changes, across processes -------------------------------------------------------------------
+
+  /**
+   * Adds a listener for the changes this process makes (revocations, key rotations), which the wiring
+   * publishes on the bus; the change is already applied here when it is called, and awaited before
+   * the request that made it is answered.
+   */
+  onChange(listener: (change: AuthChange) => Promise<void> | void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** Applies a change another process made (from the bus). */
+  async changedElsewhere(change: AuthChange): Promise<void> {
+    if (change.kind === 'client')
+      this.revocations.noteClient(change.tenantId, change.clientId, change.revokedAt);
+    else if (change.kind === 'player')
+      this.revocations.notePlayer(change.tenantId, change.playerId, change.notBefore);
+    else await this.keys.reload();
+  }
+
+  /**
+   * Reads the revocations and keys changed in the store since the last look: a job, and after a cut
+   * in the bus (changes published meanwhile were lost). True when a revocation was learnt.
+   */
+  async refresh(): Promise<boolean> {
+    const [learnt] = await Promise.all([this.revocations.refresh(), this.keys.reload()]);
+    // Keys past retirement no longer verify; their rows go once an hour (and at start and rotation).
+    if (this.clock.now() - this.lastKeyPruneAt >= KEY_PRUNE_EVERY_MS) {
+      this.lastKeyPruneAt = this.clock.now();
+      await this.keys.prune();
+    }
+    return learnt;
+  }
+
+  private async changed(change: AuthChange) {
+    for (const listener of this.changeListeners) await listener(change);
   }
 
   /** The public keys that verify every token the server issues (`/.well-known/jwks.json`). */
@@ -140,11 +203,34 @@ export class AuthService {
     return store.listClients(this.storage, tenantId, page);
   }
 
-  /** Revokes a live client of the tenant, or a 404 `not_found`. */
+  /**
+   * Revokes a live client of the tenant, or a 404 `not_found`: its access tokens and the device tokens
+   * it minted fail at once here, within a second on every other process.
+   */
   async revokeClient(tenantId: string, clientId: string): Promise<void> {
-    const revoked = await store.revokeClient(this.storage, tenantId, clientId, this.clock.now());
-    this.liveness.delete(`${tenantId}\u0000${clientId}`);
+    const revokedAt = this.clock.now();
+    const revoked = await store.revokeClient(this.storage, tenantId, clientId, revokedAt);
     if (!revoked) throw problems.notFound('client');
+    this.revocations.noteClient(tenantId, clientId, revokedAt);
+    await this.changed({ kind: 'client', tenantId, clientId, revokedAt });
+  }
+
+  /**
+   * A new secret for a live client of the tenant (404 `not_found` otherwise), shown only in this
+   * answer. The current secret keeps working for 24 h, or stops at once with `immediately`. Tokens
+   * already issued are not affected (delete the client to stop those).
+   */
+  async rotateClientSecret(tenantId: string, clientId: string, immediately: boolean) {
+    const previousUntil = immediately ? null : this.clock.now() + SECRET_ROTATION_OVERLAP_MS;
+    const rotated = await store.rotateClientSecret(
+      this.storage,
+      this.digestKey,
+      tenantId,
+      clientId,
+      previousUntil,
+    );
+    if (!rotated) throw problems.notFound('client');
+    return rotated;
   }
 
   // --- tokens --------------------------------------------------------------------------------------
@@ -155,7 +241,7 @@ export class AuthService {
     form: TokenRequest,
   ): Promise<TokenResponse> {
     const client = credentials ? await store.findClient(this.storage, credentials.id) : null;
-    const grant = decideGrant(this.digestKey, credentials, client, form);
+    const grant = decideGrant(this.digestKey, credentials, client, form, this.clock.now());
     if ('failure' in grant) return grant;
     const token = await this.tokens.issueAccessToken({
       tenantId: grant.client.tenantId,
@@ -166,13 +252,17 @@ export class AuthService {
     return { token };
   }
 
-  /** A device token for a player of the tenant (`ttlSeconds` defaults to the configured lifetime). */
+  /**
+   * A device token for a player of the tenant, minted by `clientId` (`ttlSeconds` defaults to the
+   * configured lifetime).
+   */
   mintDeviceToken(
-    tenantId: string,
-    player: Omit<DevicePrincipal, 'kind' | 'tenantId'> & { ttlSeconds?: number },
+    minter: { tenantId: string; clientId: string },
+    player: { playerId: string; tenantCohortId: string | null; ttlSeconds?: number },
   ): Promise<DeviceToken> {
     return this.tokens.issueDeviceToken({
-      tenantId,
+      tenantId: minter.tenantId,
+      clientId: minter.clientId,
       playerId: player.playerId,
       tenantCohortId: player.tenantCohortId,
       ttlSeconds: player.ttlSeconds ?? this.config.deviceTokenTtlS,
@@ -180,7 +270,39 @@ export class AuthService {
   }
 
   /** A device token for a new anonymous pool player (`pool-<uuid>`). */
-  mintPoolUserToken(tenantId: string, tenantCohortId: string | null): Promise<DeviceToken> {
-    return this.mintDeviceToken(tenantId, { playerId: `pool-${crypto.randomUUID()}`, tenantCohortId });
+  mintPoolUserToken(
+    minter: { tenantId: string; clientId: string },
+    tenantCohortId: string | null,
+  ): Promise<DeviceToken> {
+    return this.mintDeviceToken(minter, { playerId: `pool-${crypto.randomUUID()}`, tenantCohortId });
+  }
+
+  /**
+   * Revokes every device token of the player issued before now (CONTRACT §15): they fail at once here,
+   * within a second everywhere, and their open sockets close (4003). Tokens minted afterwards work.
+   */
+  async revokePlayerTokens(tenantId: string, playerId: string) {
+    const revokedAt = this.clock.now();
+    await store.revokePlayerTokens(this.storage, tenantId, playerId, revokedAt);
+    this.revocations.notePlayer(tenantId, playerId, revokedAt);
+    await this.changed({ kind: 'player', tenantId, playerId, notBefore: revokedAt });
+    return { playerId, revokedAt };
+  }
+
+  // --- signing keys --------------------------------------------------------------------------------
+
+  /** The signing keys, newest (the one that signs) last. */
+  signingKeys(): KeyInfo[] {
+    return this.keys.list();
+  }
+
+  /**
+   * A new signing key, which signs from now on here and, within a second, on every process; older
+   * keys verify until the longest token lifetime has passed (with `retireOthers`, not at all).
+   */
+  async rotateSigningKey(options: { retireOthers?: boolean } = {}) {
+    const key = await this.keys.rotate(options);
+    await this.changed({ kind: 'keys' });
+    return { key, keys: this.keys.list() };
   }
 }

@@ -18,6 +18,8 @@ export interface ClientInfo {
   scopes: Scope[];
   createdAt: number;
   revokedAt: number | null;
+  /** Until when the secret a rotation replaced still works; null when it does not. */
+  previousSecretExpiresAt: number | null;
 }
 
 export async function createTenant(storage: Storage, name: string, now: number): Promise<Tenant> {
@@ -68,6 +70,7 @@ function toClientInfo(row: {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
+  previous_secret_expires_at: number | null;
 }): ClientInfo {
   return {
     clientId: row.client_id,
@@ -76,6 +79,7 @@ function toClientInfo(row: {
     scopes: row.scopes.split(' ').filter(Boolean) as Scope[],
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
   };
 }
 
@@ -98,6 +102,8 @@ export async function createClient(
       scopes: input.scopes.join(' '),
       created_at: now,
       revoked_at: null,
+      previous_secret_digest: null,
+      previous_secret_expires_at: null,
     })
     .execute();
   return {
@@ -125,9 +131,11 @@ export async function listClients(storage: Storage, tenantId: string, page: Page
   return { clients: rows.map(toClientInfo), totalCount: Number(count.n) };
 }
 
-/** A client as stored, with the digest of its secret (never leaves the module). */
+/** A client as stored, with the digests of its secrets (never leave the module). */
 export interface StoredClient extends ClientInfo {
   secretDigest: string;
+  /** The secret a rotation replaced; it works until `previousSecretExpiresAt`. */
+  previousSecretDigest: string | null;
 }
 
 export async function findClient(storage: Storage, clientId: string): Promise<StoredClient | null> {
@@ -136,19 +144,13 @@ export async function findClient(storage: Storage, clientId: string): Promise<St
     .selectAll()
     .where('client_id', '=', clientId)
     .executeTakeFirst();
-  return row ? { ...toClientInfo(row), secretDigest: row.secret_digest } : null;
-}
-
-/** True when the client exists in that tenant and is not revoked: its tokens are honoured. */
-export async function isClientLive(storage: Storage, tenantId: string, clientId: string) {
-  const client = await storage.db
-    .selectFrom('oauth_clients')
-    .select('client_id')
-    .where('client_id', '=', clientId)
-    .where('tenant_id', '=', tenantId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  return client !== undefined;
+  return row
+    ? {
+        ...toClientInfo(row),
+        secretDigest: row.secret_digest,
+        previousSecretDigest: row.previous_secret_digest,
+      }
+    : null;
 }
 
 /** Revokes a client; true when it existed in that tenant and was live. */
@@ -161,4 +163,51 @@ export async function revokeClient(storage: Storage, tenantId: string, clientId:
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Gives a live client of the tenant a new secret, returned here once and stored as a keyed digest.
+ * The current secret keeps working until `previousUntil`, or stops at once when that is null. Null
+ * when the client is not a live client of that tenant.
+ */
+export async function rotateClientSecret(
+  storage: Storage,
+  digestKey: Buffer,
+  tenantId: string,
+  clientId: string,
+  previousUntil: number | null,
+) {
+  const clientSecret = generateSecret('lls');
+  const row = await storage.db
+    .updateTable('oauth_clients')
+    .set((eb) => ({
+      secret_digest: digestSecret(digestKey, clientSecret),
+      previous_secret_digest: previousUntil === null ? null : eb.ref('secret_digest'),
+      previous_secret_expires_at: previousUntil,
+    }))
+    .where('client_id', '=', clientId)
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  return row ? { ...toClientInfo(row), clientSecret } : null;
+}
+
+/** Refuses the player's device tokens issued before `notBefore` (a later revocation wins). */
+export async function revokePlayerTokens(
+  storage: Storage,
+  tenantId: string,
+  playerId: string,
+  notBefore: number,
+) {
+  await storage.db
+    .insertInto('player_token_revocations')
+    .values({ tenant_id: tenantId, player_id: playerId, not_before: notBefore })
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'player_id'])
+        .doUpdateSet((eb) => ({ not_before: eb.ref('excluded.not_before') }))
+        .where('player_token_revocations.not_before', '<', (eb) => eb.ref('excluded.not_before')),
+    )
+    .execute();
 }

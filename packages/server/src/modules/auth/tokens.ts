@@ -1,7 +1,7 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
-import { type ServerKeys, SIGNING_ALG } from './keys.ts';
+import { type KeyRing, SIGNING_ALG } from './keys.ts';
 import { isScope, type Scope } from './scopes.ts';
 
 const TENANT_AUDIENCE = 'liveline:tenant';
@@ -19,6 +19,12 @@ export interface DevicePrincipal {
   tenantId: string;
   playerId: string;
   tenantCohortId: string | null;
+  /** The client that minted the token (`client_id`); null for a token minted before tokens said. */
+  clientId: string | null;
+  /** When the token was issued (Unix ms): a player's revocation refuses the tokens issued before it. */
+  issuedAt: number;
+  /** When the token expires (Unix ms): its socket is closed then. */
+  expiresAt: number;
 }
 
 export interface OperatorPrincipal {
@@ -38,11 +44,11 @@ export class TokenService {
    */
   private readonly verified = new Map<
     string,
-    { principal: TenantPrincipal | DevicePrincipal; expiresAt: number }
+    { principal: TenantPrincipal | DevicePrincipal; expiresAt: number; kid: string }
   >();
 
   constructor(
-    private readonly keys: ServerKeys,
+    private readonly keys: KeyRing,
     private readonly issuer: string,
     private readonly clock: Clock,
   ) {}
@@ -66,9 +72,11 @@ export class TokenService {
     tenantId: string;
     playerId: string;
     tenantCohortId: string | null;
+    /** The client whose access token minted it (RFC 9068 `client_id`): deleting the client revokes it. */
+    clientId: string;
     ttlSeconds: number;
   }) {
-    const claims: Record<string, unknown> = { tenant: input.tenantId };
+    const claims: Record<string, unknown> = { tenant: input.tenantId, client_id: input.clientId };
     if (input.tenantCohortId !== null) claims.cohort = input.tenantCohortId;
     const token = await this.sign(claims, input.playerId, DEVICE_AUDIENCE, input.ttlSeconds);
     const expiresAt = (Math.floor(this.clock.now() / 1000) + input.ttlSeconds) * 1000;
@@ -80,7 +88,8 @@ export class TokenService {
     const cached = this.verified.get(token);
     if (cached) {
       this.verified.delete(token);
-      if (cached.expiresAt > this.clock.now()) {
+      // Not past its expiry, and its key still verifies (a key retired at once drops its tokens).
+      if (cached.expiresAt > this.clock.now() && this.keys.verifies(cached.kid)) {
         this.verified.set(token, cached);
         return cached.principal;
       }
@@ -100,8 +109,8 @@ export class TokenService {
     } catch {
       return null;
     }
-    const key = kid ? this.keys.verifying.get(kid) : undefined;
-    if (!key) return null;
+    const key = kid ? await this.keys.verifierFor(kid) : null;
+    if (!key || !kid) return null;
     try {
       const { payload } = await jwtVerify(token, key, {
         algorithms: [SIGNING_ALG],
@@ -113,37 +122,49 @@ export class TokenService {
       const tenantId = payload.tenant;
       if (typeof tenantId !== 'string' || typeof payload.sub !== 'string') return null;
       const expiresAt = (payload.exp ?? 0) * 1000;
+      // `iat` carries milliseconds (a NumericDate may have a fraction, RFC 7519 §2); older tokens whole seconds.
+      const issuedAt = typeof payload.iat === 'number' ? Math.round(payload.iat * 1000) : 0;
       const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
       if (aud === TENANT_AUDIENCE) {
         const scopes = new Set<Scope>();
         for (const s of String(payload.scope ?? '').split(' ')) if (isScope(s)) scopes.add(s);
         const principal: TenantPrincipal = { kind: 'tenant', tenantId, clientId: payload.sub, scopes };
-        return { principal, expiresAt };
+        return { principal, expiresAt, kid };
       }
       const cohort = payload.cohort;
+      const clientId = payload.client_id;
       const principal: DevicePrincipal = {
         kind: 'device',
         tenantId,
         playerId: payload.sub,
         tenantCohortId: typeof cohort === 'string' ? cohort : null,
+        clientId: typeof clientId === 'string' ? clientId : null,
+        issuedAt,
+        expiresAt,
       };
-      return { principal, expiresAt };
+      return { principal, expiresAt, kid };
     } catch (err) {
       if (err instanceof joseErrors.JOSEError) return null;
       throw err;
     }
   }
 
+  /**
+   * Signs with the newest key. `iat` has milliseconds, so a player's revocation and a token minted
+   * right after it in the same second are told apart; `exp` stays whole seconds.
+   */
   private sign(claims: Record<string, unknown>, subject: string, audience: string, ttlSeconds: number) {
-    const nowS = Math.floor(this.clock.now() / 1000);
+    const nowMs = this.clock.now();
+    const nowS = Math.floor(nowMs / 1000);
+    const signing = this.keys.signing;
     return new SignJWT(claims)
-      .setProtectedHeader({ alg: SIGNING_ALG, kid: this.keys.signing.kid, typ: 'JWT' })
+      .setProtectedHeader({ alg: SIGNING_ALG, kid: signing.kid, typ: 'JWT' })
       .setIssuer(this.issuer)
       .setSubject(subject)
       .setAudience(audience)
-      .setIssuedAt(nowS)
+      .setIssuedAt(nowMs / 1000)
       .setExpirationTime(nowS + ttlSeconds)
       .setJti(uuidv7())
-      .sign(this.keys.signing.privateKey);
+      .sign(signing.privateKey);
   }
 }

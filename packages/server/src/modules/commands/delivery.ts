@@ -9,13 +9,25 @@ import * as store from './store.ts';
 export interface CommandTransport {
   /** Writes a `command` frame on the connection; false when that connection is gone. */
   sendCommand(connectionId: string, command: WireCommand): Promise<boolean>;
+  /** Writes a `command.cancel` frame on the connection; false when that connection is gone. */
+  sendCancel(connectionId: string, commandId: string): Promise<boolean>;
 }
+
+/**
+ * Pending commands a new connection gets are read and written this many at a time: the next page is
+ * read once the previous one has left for the device (every frame's write callback has fired, i.e.
+ * the socket's buffer took it), so a device back after a long time is not sent one huge burst.
+ */
+export const REPLAY_PAGE = 100;
 
 /** One device connection held by this process, as delivery tracks it. */
 interface Line {
   connectionId: string;
-  /** Commands written on this connection (a new connection gets unanswered ones again: at-least-once). */
-  sent: Set<string>;
+  /**
+   * Commands written on this connection, with their names (a new connection gets unanswered ones
+   * again: at-least-once). A cancelled command is marked too, so it is not written after its cancel.
+   */
+  sent: Map<string, string>;
   /** Serialises writes, so commands reach the device in the order they were accepted. */
   chain: Promise<void>;
 }
@@ -42,6 +54,7 @@ export class CommandDelivery {
    */
   private readonly unmarked = new NotedTimes();
   private transport: CommandTransport | null = null;
+  private readonly elsewhere: ((sessionId: string, command: WireCommand) => void)[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -57,6 +70,11 @@ export class CommandDelivery {
   /** Where commands are written: the sockets of this process. */
   useTransport(transport: CommandTransport) {
     this.transport = transport;
+  }
+
+  /** Hears of every command another process accepted (its `command` message): the queue quota counts them. */
+  onCommandElsewhere(listener: (sessionId: string, command: WireCommand) => void) {
+    this.elsewhere.push(listener);
   }
 
   /**
@@ -89,7 +107,7 @@ export class CommandDelivery {
 
   /** A device connected to this process: it gets every pending command, oldest first. */
   opened(sessionId: string, connectionId: string): Promise<void> {
-    const line: Line = { connectionId, sent: new Set(), chain: Promise.resolve() };
+    const line: Line = { connectionId, sent: new Map(), chain: Promise.resolve() };
     this.lines.set(sessionId, line);
     return this.replay(sessionId, line);
   }
@@ -104,16 +122,70 @@ export class CommandDelivery {
     );
   }
 
+  /**
+   * The line gets what is pending in the store, oldest first, in pages of `REPLAY_PAGE` (the next
+   * page once the last one is written); commands accepted meanwhile wait behind it on the line.
+   */
   private replay(sessionId: string, line: Line): Promise<void> {
-    return this.enqueue(sessionId, line, async () => {
-      const pending = await store.pendingCommands(this.storage.db, sessionId, this.clock.now());
-      return pending.map((row) => ({
-        commandId: row.command_id,
-        name: row.name,
-        data: JSON.parse(row.data) as unknown,
-        issuedAt: row.issued_at,
-      }));
-    });
+    line.chain = line.chain
+      .then(async () => {
+        let after: string | null = null;
+        for (;;) {
+          const page = await store.pendingPage(
+            this.storage.db,
+            sessionId,
+            this.clock.now(),
+            after,
+            REPLAY_PAGE,
+          );
+          if (page.length === 0) return;
+          after = page[page.length - 1].command_id;
+          await this.write(
+            sessionId,
+            line,
+            page.map((row) => ({
+              commandId: row.command_id,
+              name: row.name,
+              data: JSON.parse(row.data) as unknown,
+              issuedAt: row.issued_at,
+            })),
+          );
+          // A shorter page was the last; a connection replaced meanwhile gets its own replay.
+          if (page.length < REPLAY_PAGE || this.lines.get(sessionId) !== line) return;
+        }
+      })
+      .catch((err) => this.log.warn({ err, sessionId }, 'command replay failed'));
+    return line.chain;
+  }
+
+  /**
+   * Tells the device that a command was cancelled (`command.cancel`), through the process that holds
+   * its socket, if any; resolves once a socket of this process has been written to.
+   */
+  cancel(sessionId: string, commandId: string): Promise<void> {
+    return this.bus.publish({ type: 'command.cancel', sessionId, commandId });
+  }
+
+  /** A cancelled command is not written to this line any more, and the device hears of the cancel. */
+  private onCancel(sessionId: string, commandId: string): Promise<void> {
+    const line = this.lines.get(sessionId);
+    if (!line || !this.transport) return Promise.resolve();
+    const transport = this.transport;
+    line.sent.set(commandId, '');
+    line.chain = line.chain
+      .then(async () => {
+        await transport.sendCancel(line.connectionId, commandId);
+      })
+      .catch((err) => this.log.warn({ err, sessionId }, 'command cancel not sent'));
+    return line.chain;
+  }
+
+  /**
+   * The name of a command this process wrote to the session's connection (what an ack arriving on it
+   * answers), or undefined when it does not know.
+   */
+  nameOf(sessionId: string, commandId: string): string | undefined {
+    return this.lines.get(sessionId)?.sent.get(commandId) || undefined;
   }
 
   /** When this process wrote the command to its device, while that is not yet written down. */
@@ -121,24 +193,24 @@ export class CommandDelivery {
     return this.unmarked.get(commandId);
   }
 
-  /** The command was settled (its settlement records the delivery): no mark of its own is needed. */
-  settled(commandId: string) {
+  /**
+   * The command was settled (its settlement records the delivery): no mark of its own is needed,
+   * and its connection need not remember having written it.
+   */
+  settled(sessionId: string, commandId: string) {
     this.unmarked.forget(commandId);
+    this.lines.get(sessionId)?.sent.delete(commandId);
   }
 
   /** Writes the delivery times noted since the last flush, in one transaction. */
   async flushMarks(): Promise<number> {
     if (this.unmarked.size === 0) return 0;
-    const byTime = this.unmarked.take();
-    try {
-      await this.storage.db.transaction().execute(async (trx) => {
+    // The times stay readable (`writtenAt`) until committed: a command never looks queued meanwhile.
+    return this.unmarked.flush((byTime) =>
+      this.storage.db.transaction().execute(async (trx) => {
         for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
-      });
-    } catch (err) {
-      this.unmarked.restore(byTime);
-      throw err;
-    }
-    return [...byTime.values()].reduce((n, ids) => n + ids.length, 0);
+      }),
+    );
   }
 
   /** The connection closed: what it was sent but not answered goes again on the next one. */
@@ -148,8 +220,12 @@ export class CommandDelivery {
 
   private async onBus(message: BusMessage) {
     if (message.type === 'command') {
+      if (message.origin !== this.bus.nodeId)
+        for (const heard of this.elsewhere) heard(message.sessionId, message.command);
       const line = this.lines.get(message.sessionId);
       if (line) await this.enqueue(message.sessionId, line, async () => [message.command]);
+    } else if (message.type === 'command.cancel') {
+      await this.onCancel(message.sessionId, message.commandId);
     } else if (message.type === 'delivered') {
       const at = this.clock.now();
       for (const id of message.commandIds) {
@@ -165,30 +241,32 @@ export class CommandDelivery {
   /** Writes commands after everything queued before them on the line; reports them delivered. */
   private enqueue(sessionId: string, line: Line, commands: () => Promise<WireCommand[]>): Promise<void> {
     line.chain = line.chain
-      .then(async () => {
-        const fresh = (await commands()).filter((c) => !line.sent.has(c.commandId));
-        if (fresh.length === 0 || !this.transport) return;
-        const written: string[] = [];
-        await Promise.all(
-          fresh.map(async (command) => {
-            line.sent.add(command.commandId);
-            if (await this.transport!.sendCommand(line.connectionId, command))
-              written.push(command.commandId);
-          }),
-        );
-        if (written.length === 0) return;
-        // The delivery time is written in the background (`flushMarks`): the accepting process is
-        // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
-        const at = this.clock.now();
-        for (const id of written) this.unmarked.note(id, at);
-        await this.bus.publish({
-          type: 'delivered',
-          sessionId,
-          origin: this.bus.nodeId,
-          commandIds: written,
-        });
-      })
+      .then(async () => this.write(sessionId, line, await commands()))
       .catch((err) => this.log.warn({ err, sessionId }, 'command delivery failed'));
     return line.chain;
+  }
+
+  /** Writes the commands the line has not been sent yet, in order; reports them delivered. */
+  private async write(sessionId: string, line: Line, commands: WireCommand[]): Promise<void> {
+    const fresh = commands.filter((c) => !line.sent.has(c.commandId));
+    if (fresh.length === 0 || !this.transport) return;
+    const written: string[] = [];
+    await Promise.all(
+      fresh.map(async (command) => {
+        line.sent.set(command.commandId, command.name);
+        if (await this.transport!.sendCommand(line.connectionId, command)) written.push(command.commandId);
+      }),
+    );
+    if (written.length === 0) return;
+    // The delivery time is written in the background (`flushMarks`): the accepting process is
+    // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
+    const at = this.clock.now();
+    for (const id of written) this.unmarked.note(id, at);
+    await this.bus.publish({
+      type: 'delivered',
+      sessionId,
+      origin: this.bus.nodeId,
+      commandIds: written,
+    });
   }
 }

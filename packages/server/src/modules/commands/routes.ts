@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import { tenantOf } from '../../http/auth.ts';
 import { noBodyIsEmptyObject } from '../../http/empty-body.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { type FieldError, problems } from '../../http/problem.ts';
-import { problemResponses, StringEnum, Uuid } from '../../http/schemas.ts';
+import { Int32, Nullable, problemResponses, StringEnum, Timestamp, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
 import type { SessionsService } from '../sessions/index.ts';
 import { StreamStartBody } from '../streams/index.ts';
@@ -18,11 +18,11 @@ const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: f
 const TtlQuery = Type.Object(
   {
     ttlSeconds: Type.Optional(
-      Type.Integer({
-        minimum: LIMITS.ttlSeconds.min,
-        maximum: LIMITS.ttlSeconds.max,
-        description: 'How long the command waits for a disconnected device (default 30 s).',
-      }),
+      Int32(
+        LIMITS.ttlSeconds.min,
+        LIMITS.ttlSeconds.max,
+        'How long the command waits for a disconnected device (default 30 s).',
+      ),
     ),
   },
   { additionalProperties: false },
@@ -33,13 +33,13 @@ const CommandSchema = Type.Object(
   {
     commandId: Uuid,
     sessionId: Uuid,
-    name: Type.String(),
+    name: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', maxLength: LIMITS.nameLength }),
     data: Type.Unknown(),
-    status: StringEnum(['queued', 'delivered', 'acknowledged', 'failed', 'expired']),
-    issuedAt: Type.Integer(),
-    expiresAt: Type.Integer(),
-    deliveredAt: Type.Union([Type.Integer(), Type.Null()]),
-    settledAt: Type.Union([Type.Integer(), Type.Null()]),
+    status: StringEnum(['queued', 'delivered', 'acknowledged', 'failed', 'expired', 'cancelled']),
+    issuedAt: Timestamp(),
+    expiresAt: Timestamp(),
+    deliveredAt: Nullable(Timestamp()),
+    settledAt: Nullable(Timestamp()),
     error: Type.Unknown({ description: 'What the device said when it refused the command.' }),
   },
   { $id: 'Command' },
@@ -49,7 +49,8 @@ const EnvelopeBody = Type.Object(
   {
     name: Type.String({
       minLength: 1,
-      maxLength: 64,
+      maxLength: LIMITS.nameLength,
+      pattern: '^[A-Za-z0-9_.-]+$',
       description: '`camera`, `text`, or a custom name ([A-Za-z0-9_.-]) for typed variables.',
     }),
     data: Type.Union(
@@ -59,7 +60,11 @@ const EnvelopeBody = Type.Object(
             controls: Type.Array(
               Type.Object({
                 name: StringEnum(Object.keys(CAMERA_CONTROLS)),
-                value: Type.String({ description: 'A number as text (enum controls: the integer).' }),
+                value: Type.String({
+                  pattern: '^[-+0-9.eE]+$',
+                  maxLength: 64,
+                  description: 'A number as text (enum controls: the integer).',
+                }),
               }),
               { minItems: 1, maxItems: LIMITS.cameraControls },
             ),
@@ -69,9 +74,18 @@ const EnvelopeBody = Type.Object(
         Type.String({ minLength: 1, maxLength: LIMITS.textLength, title: 'text' }),
         Type.Object(
           {
-            names: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 256 }),
-            types: Type.Array(StringEnum(VARIABLE_TYPES)),
-            values: Type.Array(Type.String()),
+            names: Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.nameLength }), {
+              minItems: 1,
+              maxItems: LIMITS.variables,
+            }),
+            types: Type.Array(StringEnum(VARIABLE_TYPES), { minItems: 1, maxItems: LIMITS.variables }),
+            values: Type.Array(
+              Type.String({
+                maxLength: LIMITS.stringValueLength,
+                description: 'The value as text: `true`/`false`, an int32, a finite decimal, or a string.',
+              }),
+              { minItems: 1, maxItems: LIMITS.variables },
+            ),
           },
           { title: 'variables' },
         ),
@@ -120,8 +134,9 @@ const commandRoute = {
   config: { auth: { tenant: 'commands:send' } },
   preValidation: noBodyIsEmptyObject,
 } as const;
-const commandSchema = (summary: string, body: TSchema) => ({
+const commandSchema = (operationId: string, summary: string, body: TSchema) => ({
   tags: ['commands'],
+  operationId,
   summary,
   params: SessionParams,
   querystring: TtlQuery,
@@ -136,24 +151,32 @@ export const commandsPlugin: FastifyPluginAsync<CommandsPluginOptions> = async (
 ) => {
   app.addSchema(CommandSchema);
 
-  /** Issues a command to the session the path names (404 for another tenant's). */
-  const send = async (request: FastifyRequest, name: string, data: unknown) => {
+  /**
+   * Issues a command to the session the path names (404 for another tenant's) and answers 202. With
+   * an Idempotency-Key the answer is the first one given for that key, as it was sent.
+   */
+  const send = async (request: FastifyRequest, reply: FastifyReply, name: string, data: unknown) => {
     const { SessionId } = request.params as { SessionId: string };
     const session = await sessions.findForTenant(tenantOf(request).tenantId, SessionId);
     if (!session) throw problems.notFound('session');
-    return commands.issue(session, {
+    const input = {
       name,
       data,
       ttlSeconds: (request.query as { ttlSeconds?: number }).ttlSeconds ?? LIMITS.ttlSeconds.default,
       ...keyOf(request),
-    });
+    };
+    if (input.idempotencyKey === null) return reply.code(202).send(await commands.issue(session, input));
+    const answer = await commands.issueOnce(session, input, (view) => JSON.stringify(view));
+    // The kept text goes out as it is (a string is not serialized again).
+    return reply.code(answer.status_code).type('application/json; charset=utf-8').send(answer.body);
   };
   registerStreamCommands(app, send);
   registerEnvelopeCommand(app, send);
   registerCommandLog(app, commands, sessions);
+  registerCancel(app, commands, sessions);
 };
 
-type Send = (request: FastifyRequest, name: string, data: unknown) => Promise<unknown>;
+type Send = (request: FastifyRequest, reply: FastifyReply, name: string, data: unknown) => Promise<unknown>;
 
 function registerStreamCommands(app: App, send: Send) {
   app.post(
@@ -161,24 +184,30 @@ function registerStreamCommands(app: App, send: Send) {
     {
       ...commandRoute,
       schema: commandSchema(
+        'sendStreamStartCommand',
         'Start a stream on a live session (device answers; then StreamStarted).',
         StreamStartBody,
       ),
     },
     async (request, reply) => {
       const { resolution, aspectratio } = request.body as { resolution: number; aspectratio: number };
-      return reply.code(202).send(await send(request, 'stream.start', { resolution, aspectratio }));
+      return send(request, reply, 'stream.start', { resolution, aspectratio });
     },
   );
-  const put = (path: string, name: string, summary: string) =>
+  const put = (path: string, name: string, operationId: string, summary: string) =>
     app.put(
       `${BASE}/${path}`,
-      { ...commandRoute, schema: commandSchema(summary, NoBody) },
-      async (request, reply) => reply.code(202).send(await send(request, name, {})),
+      { ...commandRoute, schema: commandSchema(operationId, summary, NoBody) },
+      async (request, reply) => send(request, reply, name, {}),
     );
-  put('stream/stop', 'stream.stop', 'Stop the stream (StreamStopped; a recording stops with it).');
-  put('record', 'record.start', 'Start recording; the client must be streaming.');
-  put('record/stop', 'record.stop', 'Stop recording.');
+  put(
+    'stream/stop',
+    'stream.stop',
+    'sendStreamStopCommand',
+    'Stop the stream (StreamStopped; a recording stops with it).',
+  );
+  put('record', 'record.start', 'sendRecordStartCommand', 'Start recording; the client must be streaming.');
+  put('record/stop', 'record.stop', 'sendRecordStopCommand', 'Stop recording.');
 }
 
 function registerEnvelopeCommand(app: App, send: Send) {
@@ -187,6 +216,7 @@ function registerEnvelopeCommand(app: App, send: Send) {
     {
       ...commandRoute,
       schema: commandSchema(
+        'sendCommand',
         'Send `camera` settings, a `text` message, or typed variables under any other name.',
         EnvelopeBody,
       ),
@@ -195,7 +225,7 @@ function registerEnvelopeCommand(app: App, send: Send) {
     },
     async (request, reply) => {
       const body = checkEnvelope(request.body);
-      return reply.code(202).send(await send(request, body.name, body.data));
+      return send(request, reply, body.name, body.data);
     },
   );
 }
@@ -235,6 +265,7 @@ function registerCommandLog(
       config: read,
       schema: {
         tags: ['commands'],
+        operationId: 'getCommand',
         summary: 'One command with its status.',
         params: Type.Object({ SessionId: Uuid, commandId: Uuid }, { additionalProperties: false }),
         response: { 200: Type.Ref('Command'), ...problemResponses(400, 401, 403, 404, 429) },
@@ -249,6 +280,7 @@ function registerCommandLog(
   );
   listRoutes(app, {
     url: BASE,
+    operationId: 'listCommands',
     key: 'commands',
     item: Type.Ref('Command'),
     tags: ['commands'],
@@ -264,4 +296,32 @@ function registerCommandLog(
       return { items, totalCount };
     },
   });
+}
+
+/** `POST .../commands/{commandId}/cancel` (CONTRACT §14). */
+function registerCancel(root: App, commands: CommandsService, sessions: CommandsPluginOptions['sessions']) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  app.post(
+    `${BASE}/:commandId/cancel`,
+    {
+      config: { auth: { tenant: 'commands:send' } },
+      preValidation: noBodyIsEmptyObject,
+      schema: {
+        tags: ['commands'],
+        operationId: 'cancelCommand',
+        summary:
+          'Cancel a command that is still queued or delivered: it ends `cancelled`, a connected device ' +
+          'gets `command.cancel`, and a stream or recording that was starting goes back to idle. ' +
+          '409 `command_settled` (with its `commandStatus`) once it is acknowledged, failed, expired or cancelled.',
+        params: Type.Object({ SessionId: Uuid, commandId: Uuid }, { additionalProperties: false }),
+        body: NoBody,
+        response: { 200: Type.Ref('Command'), ...problemResponses(400, 401, 403, 404, 409, 415, 429) },
+      },
+    },
+    async (request) => {
+      const session = await sessions.findForTenant(tenantOf(request).tenantId, request.params.SessionId);
+      if (!session) throw problems.notFound('session');
+      return commands.cancel(session, request.params.commandId);
+    },
+  );
 }

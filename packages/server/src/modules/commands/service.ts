@@ -1,17 +1,18 @@
-import type { Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
-import { problems } from '../../http/problem.ts';
+import { type ProblemError, problems } from '../../http/problem.ts';
 import type { CommandOutcome, SettledCommand, Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { SessionRow } from '../sessions/index.ts';
 import type { CommandDelivery } from './delivery.ts';
+import { CommandQueues, type QueueOptions } from './queues.ts';
 import type { CommandRow } from './store.ts';
 import * as store from './store.ts';
 
-export type CommandStatus = 'queued' | 'delivered' | 'acknowledged' | 'failed' | 'expired';
+export type CommandStatus = 'queued' | 'delivered' | 'acknowledged' | 'failed' | 'expired' | 'cancelled';
 
 export interface IssueCommand {
   name: string;
@@ -32,12 +33,25 @@ export type IssueHook = (
   command: { commandId: string; data: unknown },
 ) => Promise<Record<string, unknown> | undefined>;
 
-type Ack = store.Settlement;
+/**
+ * Runs in the transaction that settles a command of the names it was registered for (acknowledged,
+ * failed, expired or cancelled): the streams module moves its state machine, with its events, there,
+ * so the settlement and what follows from it commit together or not at all.
+ */
+export type SettleHook = (trx: Kysely<Database>, command: SettledCommand) => Promise<void>;
+
+/** A device's answer; `hooked`: its command may have a settle hook (its name is not known here, or has one). */
+type Ack = store.Settlement & { hooked: boolean };
+
+/** How long a retry waits for the answer of a first request with its Idempotency-Key still under way. */
+const ANSWER_WAIT_MS = 5000;
 
 interface PendingInsert {
   row: CommandRow;
   session: SessionRow;
   hook: IssueHook | undefined;
+  /** Set when the session's queue is full (`CommandQueues`): the command is not written. */
+  refused?: ProblemError;
 }
 
 export type AckResult = 'settled' | 'unknown' | 'expired' | 'already_settled';
@@ -52,26 +66,37 @@ type LogWrite = { insert: PendingInsert } | { ack: Ack };
 export class CommandsService {
   private readonly log: Batcher<LogWrite, CommandRow | undefined>;
   private readonly hooks = new Map<string, IssueHook>();
+  private readonly settleHooks = new Map<string, SettleHook>();
+  /** Unsettled commands per session, for the queue quota. */
+  private readonly queues: CommandQueues;
+  /** Views `issue` answered from an earlier request with the same Idempotency-Key. */
+  private readonly replays = new WeakSet<object>();
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly delivery: CommandDelivery,
     private readonly signals: Signals,
+    options: { queue: QueueOptions } = { queue: { limit: 0, shared: false } },
   ) {
+    this.queues = new CommandQueues(storage, clock, options.queue);
+    // Commands accepted by other processes count in this one's queues too.
+    delivery.onCommandElsewhere((sessionId, command) =>
+      this.queues.addedElsewhere(sessionId, command.commandId, command.issuedAt),
+    );
     // New commands and acks share one queue and one transaction per group (one commit, not two).
     // One writer keeps a session's commands committed, and so delivered, in the order they were accepted.
-    this.log = new Batcher(
-      (writes) => storage.db.transaction().execute((trx) => this.writeLog(trx, writes)),
-      {
-        retryAlone: true,
-      },
-    );
+    this.log = new Batcher((writes) => this.writeAdmitted(writes), { retryAlone: true });
   }
 
   /** Runs `hook` in the transaction of every command named `name` (the stream and record commands). */
   onIssue(name: string, hook: IssueHook) {
     this.hooks.set(name, hook);
+  }
+
+  /** Runs `hook` in the transaction that settles a command named one of `names`. */
+  onSettle(names: readonly string[], hook: SettleHook) {
+    for (const name of names) this.settleHooks.set(name, hook);
   }
 
   /**
@@ -105,6 +130,7 @@ export class CommandsService {
     let row: CommandRow;
     try {
       row = (await this.log.submit({ insert: pending })) as CommandRow;
+      if (pending.refused) throw pending.refused;
     } catch (err) {
       // A concurrent retry with the same key may have won the race: answer with its command.
       const raced = await this.replayed(session, input);
@@ -122,39 +148,59 @@ export class CommandsService {
     return deliveredAt === null ? view : { ...view, status: 'delivered' as const, deliveredAt };
   }
 
-  /** One group of the log: its new commands, then its acks; each write's row, in order. */
-  private async writeLog(trx: Kysely<Database>, writes: LogWrite[]): Promise<(CommandRow | undefined)[]> {
-    const out: (CommandRow | undefined)[] = new Array(writes.length);
-    const inserts: number[] = [];
-    const acks: number[] = [];
-    writes.forEach((w, i) => {
-      ('insert' in w ? inserts : acks).push(i);
-    });
-    if (inserts.length > 0) {
-      const rows = await this.insertAll(
-        trx,
-        inserts.map((i) => (writes[i] as { insert: PendingInsert }).insert),
-      );
-      inserts.forEach((i, n) => {
-        out[i] = rows[n];
+  /**
+   * One group of the log, one transaction: its new commands, then its acks; each write's row, in
+   * order. Without hooks every statement is known up front and the group goes to the store at once
+   * (`Storage.atomically`: one message to SQLite's writer thread); a stream or record command's hook
+   * runs its compare-and-set in an open transaction first.
+   */
+  private async writeLog(writes: LogWrite[]): Promise<(CommandRow | undefined)[]> {
+    const inserts: PendingInsert[] = [];
+    const acks: Ack[] = [];
+    for (const w of writes) {
+      if ('insert' in w) inserts.push(w.insert);
+      else acks.push(w.ack);
+    }
+    const { dialect, db } = this.storage;
+    const settle = store.settleStatements(db, dialect, acks, this.clock.now());
+    const statementsFor = (rows: CommandRow[]) => [
+      ...store.insertStatements(dialect, rows),
+      ...settle.statements,
+    ];
+    const answers = (results: unknown[][]) =>
+      settle.read(results.slice(results.length - settle.statements.length));
+    let rows: CommandRow[];
+    let settledRows: (CommandRow | undefined)[];
+    if (inserts.every((i) => i.hook === undefined) && acks.every((a) => !a.hooked)) {
+      rows = inserts.map((i) => i.row);
+      settledRows = answers(await this.storage.atomically(statementsFor(rows)));
+    } else {
+      [rows, settledRows] = await db.transaction().execute(async (trx) => {
+        const hooked = await this.runHooks(trx, inserts);
+        const out: unknown[][] = [];
+        for (const s of statementsFor(hooked)) {
+          out.push((await trx.executeQuery(CompiledQuery.raw(s.sql, [...s.parameters]))).rows);
+        }
+        const settledNow = answers(out);
+        for (const [i, row] of settledNow.entries()) {
+          if (row) await this.runSettleHook(trx, row, acks[i].status);
+        }
+        return [hooked, settledNow] as const;
       });
     }
-    if (acks.length > 0) {
-      const rows = await store.settleCommands(
-        trx,
-        this.storage.dialect,
-        acks.map((i) => (writes[i] as { ack: Ack }).ack),
-        this.clock.now(),
-      );
-      acks.forEach((i, n) => {
-        out[i] = rows[n];
-      });
-    }
-    return out;
+    let r = 0;
+    let a = 0;
+    return writes.map((w) => ('insert' in w ? rows[r++] : settledRows[a++]));
   }
 
-  /** The hooks run in order (a stream's compare-and-set), then every row goes in by a few statements. */
-  private async insertAll(trx: Kysely<Database>, items: PendingInsert[]) {
+  /** The settle hook of the row's command, if it has one, in the settling transaction `trx`. */
+  private async runSettleHook(trx: Kysely<Database>, row: CommandRow, outcome: CommandOutcome) {
+    const hook = this.settleHooks.get(row.name);
+    if (hook) await hook(trx, settled(row, outcome));
+  }
+
+  /** The hooks run in order (a stream's compare-and-set); each may add fields to its command's data. */
+  private async runHooks(trx: Kysely<Database>, items: PendingInsert[]) {
     const rows: CommandRow[] = [];
     for (const { row, session, hook } of items) {
       const extra = hook
@@ -164,7 +210,6 @@ export class CommandsService {
         extra ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) } : row,
       );
     }
-    await store.insertCommands(trx, this.storage.dialect, rows);
     return rows;
   }
 
@@ -178,7 +223,9 @@ export class CommandsService {
     );
     if (!existing) return null;
     if (existing.request_hash !== input.requestHash) throw problems.idempotencyKeyReused();
-    return this.view(existing);
+    const view = this.view(existing);
+    this.replays.add(view);
+    return view;
   }
 
   async find(sessionId: string, commandId: string) {
@@ -193,15 +240,17 @@ export class CommandsService {
 
   /** Records the device's answer to a command and tells the modules that wait on it. */
   async acknowledge(sessionId: string, commandId: string, ok: boolean, error: unknown): Promise<AckResult> {
+    const name = this.delivery.nameOf(sessionId, commandId);
     const row = await this.log.submit({
       ack: {
         sessionId,
         commandId,
         status: ok ? 'acknowledged' : 'failed',
         error: ok ? null : JSON.stringify(error ?? 'failed'),
+        hooked: name === undefined || this.settleHooks.has(name),
       },
     });
-    if (row) this.delivery.settled(commandId);
+    if (row) this.delivery.settled(sessionId, commandId);
     if (!row) {
       const existing = await store.findCommand(this.storage.db, sessionId, commandId);
       if (!existing) return 'unknown';
@@ -215,9 +264,116 @@ export class CommandsService {
 
   /** Expires open commands past their time and reports each; returns how many. */
   async sweepExpired(): Promise<number> {
-    const expired = await store.expireCommands(this.storage.db, this.clock.now());
-    for (const row of expired) await this.signals.emit('command.settled', settled(row, 'expired'));
+    const expired = await this.storage.db.transaction().execute(async (trx) => {
+      const rows = await store.expireCommands(trx, this.clock.now());
+      for (const row of rows) await this.runSettleHook(trx, row, 'expired');
+      return rows;
+    });
+    for (const row of expired) {
+      this.queues.settled(row.session_id, row.command_id);
+      await this.signals.emit('command.settled', settled(row, 'expired'));
+    }
     return expired.length;
+  }
+
+  /**
+   * The session's queue quota (`CommandQueues`), then the group as `writeLog` writes it; refused
+   * commands are left out (their `refused` says why). The queues learn what was committed.
+   */
+  private async writeAdmitted(writes: LogWrite[]): Promise<(CommandRow | undefined)[]> {
+    const inserts = writes.flatMap((w) => ('insert' in w ? [w.insert] : []));
+    for (const insert of inserts) insert.refused = undefined;
+    const verdicts = await this.queues.admit(inserts.map((i) => i.row));
+    verdicts.forEach((refusal, n) => {
+      if (refusal) inserts[n].refused = refusal;
+    });
+    const kept = writes.filter((w) => !('insert' in w && w.insert.refused));
+    const rows = kept.length > 0 ? await this.writeLog(kept) : [];
+    kept.forEach((w, n) => {
+      const row = rows[n];
+      if (!row) return;
+      if ('insert' in w) this.queues.added(row);
+      else this.queues.settled(row.session_id, row.command_id);
+    });
+    let k = 0;
+    return writes.map((w) => ('insert' in w && w.insert.refused ? undefined : rows[k++]));
+  }
+
+  /**
+   * Issues a command sent with an `Idempotency-Key` and answers as the first request with that key
+   * was answered, byte for byte (CONTRACT §3): the first answer (`render` of the command's view) is
+   * kept with the command before it is sent, and a retry gets it again, whatever the command has
+   * come to since. 409 `idempotency_key_reused` for another request with the same key.
+   */
+  async issueOnce(session: SessionRow, input: IssueCommand, render: (view: CommandView) => string) {
+    const first = await this.firstAnswer(session, input, render);
+    if (first) return first;
+    const view = await this.issue(session, input);
+    // A concurrent request with the same key won the race: its answer is the first one.
+    if (this.replays.has(view))
+      return (await this.firstAnswer(session, input, render)) ?? this.keep(view, render);
+    return this.keep(view, render);
+  }
+
+  /** The answer kept for the request's key, waiting briefly for one still on its way; null for a new key. */
+  private async firstAnswer(session: SessionRow, input: IssueCommand, render: (view: CommandView) => string) {
+    if (!input.idempotencyKey) return null;
+    const { db } = this.storage;
+    const existing = await store.findByIdempotencyKey(
+      db,
+      session.tenant_id,
+      session.session_id,
+      input.idempotencyKey,
+    );
+    if (!existing) return null;
+    if (existing.request_hash !== input.requestHash) throw problems.idempotencyKeyReused();
+    // The first request may still be delivering (up to `remoteWaitMs`) before it keeps its answer.
+    const until = performance.now() + ANSWER_WAIT_MS;
+    for (;;) {
+      const answer = await store.findAnswer(db, existing.command_id);
+      if (answer) return answer;
+      if (performance.now() >= until || this.clock.now() - existing.issued_at > ANSWER_WAIT_MS) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The first request never kept an answer (its process stopped first), so no one saw one: this is it.
+    return this.keep(this.view(existing), render);
+  }
+
+  /** Keeps `view` as the command's first answer, unless one is kept already; returns the kept one. */
+  private keep(view: CommandView, render: (view: CommandView) => string) {
+    return store.keepAnswer(this.storage.db, {
+      command_id: view.commandId,
+      status_code: 202,
+      body: render(view),
+      created_at: this.clock.now(),
+    });
+  }
+
+  /**
+   * Cancels a command still queued or delivered (CONTRACT §14): it ends `cancelled`, the device is
+   * told (`command.cancel`, wherever its socket is) and the modules waiting on it hear
+   * `command.settled` with `cancelled` (a stream or recording that was starting goes back to idle).
+   * 404 for an unknown command; 409 `command_settled` for one that is settled (or expired) already.
+   */
+  async cancel(session: SessionRow, commandId: string): Promise<CommandView> {
+    const sessionId = session.session_id;
+    const now = this.clock.now();
+    const writtenAt = this.delivery.writtenAt(commandId) ?? null;
+    const row = await this.storage.db.transaction().execute(async (trx) => {
+      const cancelled = await store.cancelCommand(trx, sessionId, commandId, now, writtenAt);
+      if (cancelled) await this.runSettleHook(trx, cancelled, 'cancelled');
+      return cancelled;
+    });
+    if (!row) {
+      const existing = await store.findCommand(this.storage.db, sessionId, commandId);
+      if (!existing) throw problems.notFound('command');
+      throw problems.commandSettled(this.view(existing).status);
+    }
+    this.queues.settled(sessionId, commandId);
+    this.delivery.settled(sessionId, commandId);
+    await this.delivery.cancel(sessionId, commandId);
+    await this.signals.emit('command.settled', settled(row, 'cancelled'));
+    return this.view(row);
   }
 
   /** The command as the API shows it. An open command past its expiry is shown expired at once. */

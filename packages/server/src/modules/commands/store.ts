@@ -1,7 +1,12 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { offsetOf, type PageRequest } from '../../http/pagination.ts';
-import { type Database, type DialectName, StatementFamily } from '../../storage/index.ts';
-import type { CommandsTable } from '../../storage/schema.ts';
+import {
+  type CompiledStatement,
+  type Database,
+  type DialectName,
+  StatementFamily,
+} from '../../storage/index.ts';
+import type { CommandAnswersTable, CommandsTable } from '../../storage/schema.ts';
 
 export type CommandRow = Selectable<CommandsTable>;
 
@@ -32,16 +37,19 @@ const INSERT = new StatementFamily(
     ).join(', ')}`,
 );
 
-/** Inserts command rows, many per statement (the hot path: a fixed statement, no query builder). */
-export async function insertCommands(db: Kysely<Database>, dialect: DialectName, rows: CommandRow[]) {
+/** The statements that insert command rows, many per statement (fixed SQL, no query builder). */
+export function insertStatements(dialect: DialectName, rows: CommandRow[]): CompiledStatement[] {
+  const statements: CompiledStatement[] = [];
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     const chunk = rows.slice(i, i + INSERT_CHUNK);
-    await INSERT.of(chunk.length).run(
-      db,
-      dialect,
-      chunk.flatMap((row) => COLUMNS.map((c) => row[c])),
+    statements.push(
+      INSERT.of(chunk.length).bind(
+        dialect,
+        chunk.flatMap((row) => COLUMNS.map((c) => row[c])),
+      ),
     );
   }
+  return statements;
 }
 
 export function findCommand(db: Kysely<Database>, sessionId: string, commandId: string) {
@@ -61,18 +69,6 @@ export function findByIdempotencyKey(db: Kysely<Database>, tenantId: string, ses
     .where('session_id', '=', sessionId)
     .where('idempotency_key', '=', key)
     .executeTakeFirst();
-}
-
-/** Commands still to reach the device (queued, or delivered but unanswered), oldest first. */
-export function pendingCommands(db: Kysely<Database>, sessionId: string, now: number) {
-  return db
-    .selectFrom('commands')
-    .selectAll()
-    .where('session_id', '=', sessionId)
-    .where('status', 'in', ['queued', 'delivered'])
-    .where('expires_at', '>', now)
-    .orderBy('command_id')
-    .execute();
 }
 
 export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {
@@ -109,51 +105,70 @@ const ACKNOWLEDGE = new StatementFamily(
 );
 
 /**
- * Settles open, unexpired commands; for each settlement, the settled row, or undefined when the
- * command was not open (unknown, another session's, settled or expired — or named twice: the first
- * settles it). Plain acknowledgements (the usual answer) are written by one statement.
+ * The statements that settle open, unexpired commands, and how to read their results: for each
+ * settlement, the settled row, or undefined when the command was not open (unknown, another
+ * session's, settled or expired — or named twice: the first settles it). Plain acknowledgements (the
+ * usual answer) are written by one statement.
  */
-export async function settleCommands(
+export function settleStatements(
   db: Kysely<Database>,
   dialect: DialectName,
   settlements: Settlement[],
   now: number,
-) {
-  const out: (CommandRow | undefined)[] = new Array(settlements.length).fill(undefined);
+): { statements: CompiledStatement[]; read(results: unknown[][]): (CommandRow | undefined)[] } {
+  const statements: CompiledStatement[] = [];
   const plain = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [i] : []));
+  const chunks: number[][] = [];
   for (let c = 0; c < plain.length; c += INSERT_CHUNK) {
     const chunk = plain.slice(c, c + INSERT_CHUNK);
-    const rows = await ACKNOWLEDGE.of(chunk.length).run<CommandRow>(db, dialect, [
-      now,
-      now,
-      ...chunk.map((i) => settlements[i].commandId),
-      now,
-      ...chunk.flatMap((i) => [settlements[i].sessionId, settlements[i].commandId]),
-    ]);
-    const byId = new Map(rows.map((r) => [r.command_id, r]));
-    for (const i of chunk) {
-      out[i] = byId.get(settlements[i].commandId);
-      byId.delete(settlements[i].commandId);
-    }
+    chunks.push(chunk);
+    statements.push(
+      ACKNOWLEDGE.of(chunk.length).bind(dialect, [
+        now,
+        now,
+        ...chunk.map((i) => settlements[i].commandId),
+        now,
+        ...chunk.flatMap((i) => [settlements[i].sessionId, settlements[i].commandId]),
+      ]),
+    );
   }
-  for (const [i, s] of settlements.entries()) {
-    if (s.status === 'acknowledged' && s.error === null) continue;
-    out[i] = await db
-      .updateTable('commands')
-      .set({
-        status: s.status,
-        error: s.error,
-        settled_at: now,
-        delivered_at: sql<number>`coalesce(delivered_at, ${now})`,
-      })
-      .where('command_id', '=', s.commandId)
-      .where('session_id', '=', s.sessionId)
-      .where('status', 'in', ['queued', 'delivered'])
-      .where('expires_at', '>', now)
-      .returningAll()
-      .executeTakeFirst();
+  const others = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [] : [i]));
+  for (const i of others) {
+    const s = settlements[i];
+    statements.push(
+      db
+        .updateTable('commands')
+        .set({
+          status: s.status,
+          error: s.error,
+          settled_at: now,
+          delivered_at: sql<number>`coalesce(delivered_at, ${now})`,
+        })
+        .where('command_id', '=', s.commandId)
+        .where('session_id', '=', s.sessionId)
+        .where('status', 'in', ['queued', 'delivered'])
+        .where('expires_at', '>', now)
+        .returningAll()
+        .compile(),
+    );
   }
-  return out;
+  return {
+    statements,
+    read(results) {
+      const out: (CommandRow | undefined)[] = new Array(settlements.length).fill(undefined);
+      chunks.forEach((chunk, n) => {
+        const byId = new Map((results[n] as CommandRow[]).map((r) => [r.command_id, r]));
+        for (const i of chunk) {
+          out[i] = byId.get(settlements[i].commandId);
+          byId.delete(settlements[i].commandId);
+        }
+      });
+      others.forEach((i, n) => {
+        out[i] = (results[chunks.length + n] as CommandRow[])[0];
+      });
+      return out;
+    },
+  };
 }
 
 /** Marks every open command past its expiry as expired; each row is claimed once. */
@@ -186,4 +201,89 @@ export async function listCommands(db: Kysely<Database>, sessionId: string, page
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows, totalCount: Number(count.n) };
+}
+
+// --- the queue quota, paged replay, cancel, first answers (CONTRACT §3, §14) -------------------------
+
+/**
+ * Open (queued or delivered), written as literals: the planners then see that the partial index of
+ * open commands (`commands_open`, migration 009) applies, which a bound parameter would hide.
+ */
+const OPEN = sql<boolean>`status in ('queued', 'delivered')`;
+
+/** The session's unsettled, unexpired commands, id and expiry: what the queue quota counts. */
+export function openCommands(db: Kysely<Database>, sessionId: string, now: number) {
+  return db
+    .selectFrom('commands')
+    .select(['command_id', 'expires_at'])
+    .where('session_id', '=', sessionId)
+    .where(OPEN)
+    .where('expires_at', '>', now)
+    .execute();
+}
+
+/**
+ * Commands still to reach the device (queued, or delivered but unanswered), one page: at most `limit`,
+ * oldest first, after the command `after`.
+ */
+export function pendingPage(
+  db: Kysely<Database>,
+  sessionId: string,
+  now: number,
+  after: string | null,
+  limit: number,
+) {
+  return db
+    .selectFrom('commands')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where(OPEN)
+    .where('expires_at', '>', now)
+    .$if(after !== null, (qb) => qb.where('command_id', '>', after as string))
+    .orderBy('command_id')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Cancels a command that is still queued or delivered and unexpired: the cancelled row, or undefined.
+ * `writtenAt`: when this process wrote it to the device's socket, if its delivery mark is not written yet.
+ */
+export function cancelCommand(
+  db: Kysely<Database>,
+  sessionId: string,
+  commandId: string,
+  now: number,
+  writtenAt: number | null,
+) {
+  return db
+    .updateTable('commands')
+    .set({
+      status: 'cancelled',
+      settled_at: now,
+      delivered_at: sql<number | null>`coalesce(delivered_at, ${writtenAt})`,
+    })
+    .where('command_id', '=', commandId)
+    .where('session_id', '=', sessionId)
+    .where('status', 'in', ['queued', 'delivered'])
+    .where('expires_at', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export type CommandAnswerRow = Selectable<CommandAnswersTable>;
+
+export function findAnswer(db: Kysely<Database>, commandId: string) {
+  return db.selectFrom('command_answers').selectAll().where('command_id', '=', commandId).executeTakeFirst();
+}
+
+/** Keeps a command's first answer; when one is kept already, that one stays. Returns the kept answer. */
+export async function keepAnswer(db: Kysely<Database>, answer: CommandAnswerRow): Promise<CommandAnswerRow> {
+  const inserted = await db
+    .insertInto('command_answers')
+    .values(answer)
+    .onConflict((oc) => oc.column('command_id').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  return inserted ?? (await findAnswer(db, answer.command_id)) ?? answer;
 }

@@ -4,7 +4,14 @@ export {
   EventSchema,
   SERVER_EVENT_TYPES,
 } from './event-types.ts';
-export type { EventRow, IngestResult, StoredGroup, StoredSession } from './ingest.ts';
+export type {
+  AfterCommit,
+  EventRow,
+  IngestResult,
+  SessionEndHandler,
+  StoredGroup,
+  StoredSession,
+} from './ingest.ts';
 export { EVENTS_TABLE } from './ingest.ts';
 export { type EventsPluginOptions, eventsPlugin, type SessionFinder } from './routes.ts';
 export {
@@ -14,4 +21,5 @@ export {
   type EventTarget,
   eventBody,
   type StoredHook,
+  type StreamResolver,
 } from './service.ts';

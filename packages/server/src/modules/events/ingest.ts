@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { Batcher } from '../../batcher.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import type { Database, Storage } from '../../storage/index.ts';
@@ -28,12 +28,32 @@ export interface StoredGroup {
   contacts: Map<string, number>;
 }
 
-type InTransaction = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
+type InTransaction = (trx: Kysely<Database>, group: StoredGroup) => Promise<void>;
 
-interface Job {
+/** Work to run once the transaction that stored a batch has committed (e.g. announcing a session's end). */
+export type AfterCommit = () => Promise<void>;
+
+/**
+ * What a device's `SessionEnd` does, in the transaction that stores it (the session ends with it, or
+ * neither is written); may return work for after the commit.
+ */
+export type SessionEndHandler = (
+  trx: Kysely<Database>,
+  session: StoredSession & { sessionId: string },
+  reason: string,
+) => Promise<AfterCommit | undefined>;
+
+export interface WriteJob {
   rows: EventRow[];
   session: StoredSession & { sessionId: string };
   touch: { sessionId: string; at: number } | null;
+  /** A device batch holding a `SessionEnd`: the reason the session ends with. */
+  endsSession?: string | null;
+}
+
+/** A job's outcome: counts, and what must run after its transaction committed. */
+export interface WriteResult extends IngestResult {
+  afterCommit: AfterCommit[];
 }
 
 /** The events table as the bulk inserter writes it (columns in order, the key that conflicts). */
@@ -62,7 +82,8 @@ const MAX_ROWS_PER_FLUSH = 20_000;
  */
 export class EventWriter {
   private readonly hooks: InTransaction[] = [];
-  private readonly queue: Batcher<Job, IngestResult>;
+  private readonly sessionEndHandlers: SessionEndHandler[] = [];
+  private readonly queue: Batcher<WriteJob, WriteResult>;
 
   constructor(
     private readonly storage: Storage,
@@ -81,11 +102,29 @@ export class EventWriter {
     this.hooks.push(hook);
   }
 
-  write(session: Job['session'], rows: EventRow[], touch: Job['touch'] = null): Promise<IngestResult> {
-    return this.queue.submit({ rows, session, touch });
+  /** Registers what a device's `SessionEnd` does inside its ingestion transaction. */
+  addSessionEndHandler(handler: SessionEndHandler) {
+    this.sessionEndHandlers.push(handler);
   }
 
-  private async writeGroup(jobs: Job[]): Promise<IngestResult[]> {
+  /** Group-committed: resolves once the job's transaction committed (its `afterCommit` not yet run). */
+  write(job: WriteJob): Promise<WriteResult> {
+    return this.queue.submit(job);
+  }
+
+  private async writeGroup(jobs: WriteJob[]): Promise<WriteResult[]> {
+    const results = await this.storage.db.transaction().execute((trx) => this.writeIn(trx, jobs));
+    this.metrics.ingestFlushSize.observe(results.reduce((n, r) => n + r.accepted, 0));
+    return results;
+  }
+
+  /**
+   * The one way events are written: rows (duplicates skipped), then every hook (lastSeenAt, the
+   * webhook outbox), then what a device's `SessionEnd` does, all in the caller's transaction `trx`.
+   * Group commit calls it with a group's transaction; a server-emitted event with the transaction of
+   * the state change it reports, so the event, its outbox rows and the change commit together.
+   */
+  async writeIn(trx: Kysely<Database>, jobs: WriteJob[]): Promise<WriteResult[]> {
     // First occurrence of (session, id) in the group wins; later ones are duplicates.
     const entries: { row: EventRow; job: number }[] = [];
     const seen = new Set<string>();
@@ -109,42 +148,59 @@ export class EventWriter {
       r.body,
     ]);
     const accepted = new Array<number>(jobs.length).fill(0);
-    await this.storage.db.transaction().execute(async (trx) => {
-      const inserted = await this.storage.bulk.insertIgnoringConflicts(trx, EVENTS_TABLE, values);
-      const insertedRows: EventRow[] = [];
-      for (let i = 0; i < entries.length; i++) {
-        if (inserted[i]) {
-          accepted[entries[i].job]++;
-          insertedRows.push(entries[i].row);
-        }
+    const afterCommit = jobs.map((): AfterCommit[] => []);
+    const inserted =
+      values.length === 0 ? [] : await this.storage.bulk.insertIgnoringConflicts(trx, EVENTS_TABLE, values);
+    const insertedRows: EventRow[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      if (inserted[i]) {
+        accepted[entries[i].job]++;
+        insertedRows.push(entries[i].row);
       }
-      const sessions = new Map(
-        jobs.map(({ session }) => [
-          session.sessionId,
-          { tenantId: session.tenantId, tenantCohortId: session.tenantCohortId },
-        ]),
-      );
-      const group = { inserted: insertedRows, sessions, contacts: latestContacts(jobs) };
-      for (const hook of this.hooks) await hook(trx, group);
-    });
-    this.metrics.ingestFlushSize.observe(insertedRows(accepted));
-    return jobs.map((job, j) => ({ accepted: accepted[j], duplicates: job.rows.length - accepted[j] }));
+    }
+    const sessions = new Map(
+      jobs.map(({ session }) => [
+        session.sessionId,
+        { tenantId: session.tenantId, tenantCohortId: session.tenantCohortId },
+      ]),
+    );
+    const group = { inserted: insertedRows, sessions, contacts: latestContacts(jobs) };
+    for (const hook of this.hooks) await hook(trx, group);
+    // Sessions end in id order (row locks in one order, as for contact); each once per group.
+    const ending = jobs
+      .map((job, j) => ({ job, j }))
+      .filter(({ job }) => typeof job.endsSession === 'string')
+      .sort((a, b) => compareIds(a.job.session.sessionId, b.job.session.sessionId));
+    const ended = new Set<string>();
+    for (const { job, j } of ending) {
+      if (ended.has(job.session.sessionId)) continue;
+      ended.add(job.session.sessionId);
+      for (const handler of this.sessionEndHandlers) {
+        const after = await handler(trx, job.session, job.endsSession as string);
+        if (after) afterCommit[j].push(after);
+      }
+    }
+    return jobs.map((job, j) => ({
+      accepted: accepted[j],
+      duplicates: job.rows.length - accepted[j],
+      afterCommit: afterCommit[j],
+    }));
   }
 }
 
-const insertedRows = (accepted: number[]) => accepted.reduce((a, b) => a + b, 0);
+const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function compareKeys(a: EventRow, b: EventRow) {
   if (a.session_id !== b.session_id) return a.session_id < b.session_id ? -1 : 1;
   return a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0;
 }
 
-function latestContacts(jobs: Job[]) {
+function latestContacts(jobs: WriteJob[]) {
   const latest = new Map<string, number>();
   for (const job of jobs) {
     if (job.touch && (latest.get(job.touch.sessionId) ?? 0) < job.touch.at)
       latest.set(job.touch.sessionId, job.touch.at);
   }
   // Sorted, so parallel transactions update session rows in one order.
-  return new Map([...latest].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return new Map([...latest].sort(([a], [b]) => compareIds(a, b)));
 }

@@ -1,19 +1,26 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ServerEventSchema } from '@liveline/protocol';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { problems } from '../../http/problem.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
-import { problemResponses, Uuid } from '../../http/schemas.ts';
+import { Count, Nullable, problemResponses, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
 import { EventBatchSchema, EventSchema } from './event-types.ts';
 import type { EventSession, EventsService } from './service.ts';
 
 const IngestResultSchema = Type.Object({
-  accepted: Type.Integer({ description: 'Events stored by this request.' }),
-  duplicates: Type.Integer({
-    description: 'Events whose id was already stored for the session (not stored again).',
-  }),
+  accepted: Count('Events stored by this request.'),
+  duplicates: Count('Events whose id was already stored for the session (not stored again).'),
 });
+
+/**
+ * Longest `after` cursor (`nextCursor`) of the event query: base64url of `[timestamp, id]`, an id
+ * being up to 128 characters that JSON may write as `\u00XX` each, so at most 1052 characters.
+ */
+const MAX_CURSOR_LENGTH = 1100;
+const Cursor = (description: string) =>
+  Type.String({ pattern: '^[A-Za-z0-9_-]*$', maxLength: MAX_CURSOR_LENGTH, description });
 
 // The batch body is validated by `validateEventBatch` (per-type validators, all-or-nothing, paths
 // like `events[3].timestamp`); its schema is in the route for the OpenAPI document only.
@@ -46,8 +53,9 @@ function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPl
     return events.ingestBatch(session, request.body, principal?.kind === 'device' ? 'device' : 'tenant');
   }
 
-  const ingestSchema = (params: ReturnType<typeof Type.Object>) => ({
+  const ingestSchema = (operationId: string, params: ReturnType<typeof Type.Object>) => ({
     tags: ['events'],
+    operationId,
     summary: 'Ingest a batch of 1–1000 events. All-or-nothing; ids already stored count as duplicates.',
     params,
     body: EventBatchSchema,
@@ -61,7 +69,7 @@ function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPl
       {
         config: auth,
         validatorCompiler: batchBodyCompiler,
-        schema: { ...ingestSchema(SessionParams), hide: url.endsWith('/events') },
+        schema: { ...ingestSchema('ingestEvents', SessionParams), hide: url.endsWith('/events') },
       },
       async (request) => ingest(request, (request.params as { SessionId: string }).SessionId),
     );
@@ -72,7 +80,10 @@ function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPl
       config: { auth: { device: true } },
       validatorCompiler: batchBodyCompiler,
       schema: {
-        ...ingestSchema(Type.Object({ sessionId: Uuid }, { additionalProperties: false })),
+        ...ingestSchema(
+          'ingestDeviceEvents',
+          Type.Object({ sessionId: Uuid }, { additionalProperties: false }),
+        ),
         tags: ['device'],
       },
     },
@@ -88,28 +99,30 @@ function registerEventQuery(root: FastifyInstance, { events, sessions }: EventsP
       config: { auth: { tenant: 'sessions:read' } },
       schema: {
         tags: ['events'],
+        operationId: 'listSessionEvents',
         summary: 'Page through a session’s events (ordered by timestamp, then id), with filters.',
         params: SessionParams,
         querystring: Type.Object(
           {
             eventType: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-            from: Type.Optional(
-              Type.Integer({ minimum: 0, description: 'Only events with timestamp ≥ from (ms).' }),
+            // Any safe integer (not only a Date's range): `to=9007199254740991` means "no upper bound".
+            from: Type.Optional(Count('Only events with timestamp ≥ from (ms).')),
+            to: Type.Optional(Count('Only events with timestamp < to (ms).')),
+            after: Type.Optional(Cursor('The `nextCursor` of the previous page.')),
+            limit: Type.Optional(
+              Type.Integer({ format: 'int32', minimum: 1, maximum: 1000, description: 'Default 100.' }),
             ),
-            to: Type.Optional(
-              Type.Integer({ minimum: 0, description: 'Only events with timestamp < to (ms).' }),
-            ),
-            after: Type.Optional(
-              Type.String({ maxLength: 400, description: 'The `nextCursor` of the previous page.' }),
-            ),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 100.' })),
           },
           { additionalProperties: false },
         ),
         response: {
           200: Type.Object({
-            events: Type.Array(EventSchema),
-            nextCursor: Type.Union([Type.String(), Type.Null()]),
+            events: Type.Array(Type.Union([EventSchema, ServerEventSchema]), {
+              maxItems: 1000,
+              description:
+                'Events as stored: as sent, with `sessionId`, and `streamingSessionId` while a stream was live.',
+            }),
+            nextCursor: Nullable(Cursor('Pass as `after` for the next page.')),
             hasMore: Type.Boolean(),
           }),
           ...problemResponses(400, 401, 403, 404, 429),

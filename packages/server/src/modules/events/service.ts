@@ -1,10 +1,16 @@
-import type { Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import { problems } from '../../http/problem.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import { type EventRow, EventWriter, type IngestResult, type StoredGroup } from './ingest.ts';
+import {
+  type EventRow,
+  EventWriter,
+  type IngestResult,
+  type SessionEndHandler,
+  type StoredGroup,
+} from './ingest.ts';
 import * as store from './store.ts';
 import { type ValidEvent, validateEventBatch } from './validation.ts';
 
@@ -23,7 +29,13 @@ export interface EventTarget extends EventSession {
 export type EventSource = 'device' | 'tenant' | 'server';
 
 /** Work done inside the transaction that stores a group of events (lastSeenAt, the webhook outbox). */
-export type StoredHook = (trx: Transaction<Database>, group: StoredGroup) => Promise<void>;
+export type StoredHook = (trx: Kysely<Database>, group: StoredGroup) => Promise<void>;
+
+/**
+ * Where ingestion learns the stream live in a session: read through `db` when given (the caller's
+ * transaction, for a server-emitted event), else through the store.
+ */
+export type StreamResolver = (sessionId: string, db?: Kysely<Database>) => Promise<string | null>;
 
 /** The event as stored and returned: common fields first, then the type's own fields. */
 export function eventBody(target: EventTarget, e: ValidEvent): Record<string, unknown> {
@@ -64,8 +76,7 @@ export interface EventsOptions {
  */
 export class EventsService {
   private readonly writer: EventWriter;
-  private streamOf: (sessionId: string) => Promise<string | null> = async () => null;
-  private sessionEndHandlers: ((session: EventSession, reason: string) => Promise<void>)[] = [];
+  private streamOf: StreamResolver = async () => null;
 
   constructor(
     private readonly storage: Storage,
@@ -77,7 +88,7 @@ export class EventsService {
   }
 
   /** Where ingestion learns the stream live in a session. */
-  resolveStreamWith(streamOf: (sessionId: string) => Promise<string | null>) {
+  resolveStreamWith(streamOf: StreamResolver) {
     this.streamOf = streamOf;
   }
 
@@ -86,9 +97,12 @@ export class EventsService {
     this.writer.addHook(hook);
   }
 
-  /** Runs after a device's `SessionEnd` event is stored: it is the session's end. */
-  onSessionEndEvent(handler: (session: EventSession, reason: string) => Promise<void>) {
-    this.sessionEndHandlers.push(handler);
+  /**
+   * A device's `SessionEnd` event is the session's end: `handler` runs in the transaction that stores
+   * the event (both are written or neither); what it returns runs after the commit, before the answer.
+   */
+  onSessionEndEvent(handler: SessionEndHandler) {
+    this.writer.addSessionEndHandler(handler);
   }
 
   /**
@@ -107,45 +121,73 @@ export class EventsService {
       const detail = `The event batch was rejected, nothing was stored: ${first?.path ?? 'events'} ${first?.message ?? 'is invalid'}${more}.`;
       throw problems.eventBatchRejected(checked.code, detail, checked.errors);
     }
-    const result = await this.ingest(await this.target(session), checked.events, source);
+    // A device's SessionEnd ends the session in the transaction that stores it.
     const end = source === 'device' ? checked.events.find((e) => e.eventType === 'SessionEnd') : undefined;
-    if (end) {
-      const reason = typeof end.fields.reason === 'string' ? end.fields.reason : 'device';
-      for (const handler of this.sessionEndHandlers) await handler(session, reason);
-    }
-    return result;
+    const endsSession = end ? (typeof end.fields.reason === 'string' ? end.fields.reason : 'device') : null;
+    return this.ingest(await this.target(session), checked.events, source, endsSession);
   }
 
-  /** Stores validated events; resolves once they are durable. A device batch counts as device contact. */
-  async ingest(target: EventTarget, events: ValidEvent[], source: EventSource): Promise<IngestResult> {
+  /**
+   * Stores validated events; resolves once they are durable (and, for a batch that ends its session,
+   * once the end is announced). A device batch counts as device contact.
+   */
+  async ingest(
+    target: EventTarget,
+    events: ValidEvent[],
+    source: EventSource,
+    endsSession: string | null = null,
+  ): Promise<IngestResult> {
     const now = this.clock.now();
-    const rows = events.map((e) => toRow(target, e, now));
-    const result = await this.writer.write(
-      target,
-      rows,
-      source === 'device' ? { sessionId: target.sessionId, at: now } : null,
-    );
-    this.metrics.eventsIngested.inc({ source }, result.accepted);
-    if (result.duplicates > 0) this.metrics.eventsDuplicate.inc(result.duplicates);
+    const { afterCommit, ...result } = await this.writer.write({
+      session: target,
+      rows: events.map((e) => toRow(target, e, now)),
+      touch: source === 'device' ? { sessionId: target.sessionId, at: now } : null,
+      endsSession,
+    });
+    this.count(source, result);
+    for (const after of afterCommit) await after();
     return result;
   }
 
   /**
-   * Stores an event the server emits itself (server id; server time unless the fact it reports has
-   * its own time), stamped with the live stream unless its fields name one. Returns it as stored.
+   * Stores an event the server emits itself inside `trx`, the transaction that writes the state
+   * change it reports: the event, its outbox rows (every `onStored` hook runs) and the change commit
+   * together or not at all. Server id (UUIDv7), server time unless the fact has its own (`at`),
+   * stamped with the stream live in `trx` unless its fields name one. Returns it as stored.
    */
-  async emit(session: EventSession, eventType: string, fields: Record<string, unknown>, at?: number) {
-    const event: ValidEvent = { id: uuidv7(), eventType, timestamp: at ?? this.clock.now(), fields };
+  async emitIn(
+    trx: Kysely<Database>,
+    session: EventSession,
+    eventType: string,
+    fields: Record<string, unknown>,
+    at?: number,
+  ) {
+    const now = this.clock.now();
+    const event: ValidEvent = { id: uuidv7(), eventType, timestamp: at ?? now, fields };
     const target =
       typeof fields.streamingSessionId === 'string'
         ? { ...session, streamingSessionId: null }
-        : await this.target(session);
-    await this.ingest(target, [event], 'server');
+        : await this.target(session, trx);
+    const [result] = await this.writer.writeIn(trx, [
+      { session: target, rows: [toRow(target, event, now)], touch: null },
+    ]);
+    // Counted before the caller's commit: a transaction that rolls back afterwards over-counts by one.
+    this.count('server', result);
     return eventBody(target, event);
   }
 
-  private async target(session: EventSession): Promise<EventTarget> {
-    return { ...session, streamingSessionId: await this.streamOf(session.sessionId) };
+  /** `emitIn` in a transaction of its own, for an event that reports no state change of the caller's. */
+  emit(session: EventSession, eventType: string, fields: Record<string, unknown>, at?: number) {
+    return this.storage.db.transaction().execute((trx) => this.emitIn(trx, session, eventType, fields, at));
+  }
+
+  private count(source: EventSource, result: IngestResult) {
+    this.metrics.eventsIngested.inc({ source }, result.accepted);
+    if (result.duplicates > 0) this.metrics.eventsDuplicate.inc(result.duplicates);
+  }
+
+  private async target(session: EventSession, db?: Kysely<Database>): Promise<EventTarget> {
+    return { ...session, streamingSessionId: await this.streamOf(session.sessionId, db) };
   }
 
   /** A session's stored event bodies (JSON text), ordered by timestamp then id, page by page. */

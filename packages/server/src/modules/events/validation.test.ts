@@ -65,7 +65,7 @@ const MINIMAL: Record<ClientEventType, Fields> = {
   Design: { eventId: 'a' },
   Error: { severity: 'Critical', message: 'x' },
   Impression: { adNetwork: 'unity' },
-  Screenshot: {},
+  Screenshot: { imageId: 'img-1' },
   SessionEnd: {},
 };
 
@@ -132,6 +132,7 @@ describe('valid events', () => {
     ['Error severity Information', 'Error', { severity: 'Information', message: 'm' }],
     ['Error severity Error', 'Error', { severity: 'Error', message: 'm' }],
     ['Screenshot with imageId only', 'Screenshot', { imageId: 'abc' }],
+    ['Screenshot with imageUrl only', 'Screenshot', { imageUrl: 'https://cdn.example.com/1.png' }],
     ['SessionEnd duration 0', 'SessionEnd', { duration: 0 }],
   ])('%s', (_name, type, fields) => {
     expectOk(validate([event(type, fields)]));
@@ -304,6 +305,52 @@ describe('per-type rules', () => {
     expect(errors).toHaveLength(1);
     expect(errors[0].path).toBe(`events[1].${field}`);
     if (message) expect(errors[0].message).toMatch(message);
+  });
+});
+
+describe('a Screenshot names its image', () => {
+  it('is refused without imageUrl and imageId, one error on the event naming both', () => {
+    const errors = expectErrors(
+      validate([event('Custom'), event('Screenshot', { width: 640, height: 480 })]),
+      'validation_failed',
+    );
+    expect(errors).toEqual([{ path: 'events[1]', message: 'must have `imageUrl` or `imageId`' }]);
+  });
+
+  it('reports the missing image beside the event’s other problems', () => {
+    const errors = expectErrors(
+      validate([event('Screenshot', { width: 0, format: 'png' })]),
+      'validation_failed',
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        { path: 'events[0]', message: 'must have `imageUrl` or `imageId`' },
+        { path: 'events[0].width', message: expect.any(String) },
+        { path: 'events[0].format', message: 'is not an allowed field' },
+      ]),
+    );
+    expect(errors).toHaveLength(3);
+  });
+
+  it('an empty imageUrl or imageId does not count', () => {
+    const errors = expectErrors(validate([event('Screenshot', { imageUrl: '' })]), 'validation_failed');
+    expect(errors.map((e) => e.path)).toEqual(['events[0].imageUrl']);
+  });
+
+  it('is accepted with either, or both', () => {
+    for (const fields of [{ imageUrl: 'https://cdn.example.com/a.png' }, { imageId: 'i' }, FULL.Screenshot]) {
+      expect(expectOk(validate([event('Screenshot', fields)]))[0].fields).toEqual(fields);
+    }
+  });
+
+  it('says so in the published schema', () => {
+    const screenshot = (
+      EventSchema as unknown as { anyOf: { title?: string; anyOf?: unknown }[] }
+    ).anyOf.find((s) => s.title === 'ScreenshotEvent');
+    expect(screenshot?.anyOf).toEqual([
+      { required: ['imageUrl'], properties: { imageUrl: {} } },
+      { required: ['imageId'], properties: { imageId: {} } },
+    ]);
   });
 });
 

@@ -60,8 +60,34 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 const UNKNOWN_TYPE_SUFFIX = `is not a known event type; allowed: ${CLIENT_EVENT_TYPES.join(', ')}`;
 
+const ANY_OF_REQUIRED = /^#\/anyOf\/\d+\/required$/;
+
+/**
+ * An `anyOf` of `required` branches (a `Screenshot` needs `imageUrl` or `imageId`): ajv reports each
+ * missing field and then the `anyOf`; this makes them one error on the event that names every field.
+ */
+function mergeAnyOfRequired(errors: ErrorObject[]): ErrorObject[] {
+  if (!errors.some((e) => e.keyword === 'required' && ANY_OF_REQUIRED.test(e.schemaPath))) return errors;
+  const out: ErrorObject[] = [];
+  let missing: string[] = [];
+  for (const e of errors) {
+    if (e.keyword === 'required' && ANY_OF_REQUIRED.test(e.schemaPath)) {
+      missing.push((e.params as { missingProperty: string }).missingProperty);
+    } else if (e.keyword === 'anyOf' && e.schemaPath === '#/anyOf' && missing.length > 0) {
+      const fields = missing.map((f) => `\`${f}\``);
+      const list = fields.length === 2 ? fields.join(' or ') : `one of ${fields.join(', ')}`;
+      out.push({ ...e, keyword: 'anyOfRequired', message: `must have ${list}` });
+      missing = [];
+    } else {
+      out.push(e);
+    }
+  }
+  return out;
+}
+
 /** Rewrites ajv's generic wording where ours says more. Only runs on failures. */
-function refineMessages(errors: ErrorObject[]): ErrorObject[] {
+function refineMessages(all: ErrorObject[]): ErrorObject[] {
+  const errors = mergeAnyOfRequired(all);
   for (const e of errors) {
     if (e.keyword === 'minimum' && e.instancePath === '/timestamp') {
       e.message = `must not be before 2000-01-01T00:00:00Z (${MIN_EVENT_TIMESTAMP})`;

@@ -36,6 +36,40 @@ export interface DeviceHandlers {
   contact(sessionId: string): void;
 }
 
+/** One charge to the device's request budget: within it, or refused until the window ends. */
+export type Spend = { ok: true } | { ok: false; retryAfterS: number };
+
+/**
+ * What one device may send over its socket (CONTRACT §8; see the README for which frames count):
+ * its request budget, shared with its HTTP requests, and its connection's backlog.
+ */
+export interface InboundLimits {
+  /** Charges one request to the device's budget. */
+  spend(principal: DevicePrincipal): Promise<Spend>;
+  /**
+   * Unprocessed messages, and their bytes, at which the socket is no longer read (TCP holds the rest
+   * back); it is read again once both are down to half.
+   */
+  pausePending: number;
+  pauseBytes: number;
+  /** Unprocessed messages beyond which the socket is closed with 1008. */
+  maxPending: number;
+}
+
+const WITHIN: Spend = { ok: true };
+const NO_LIMITS: InboundLimits = {
+  spend: () => Promise.resolve(WITHIN),
+  pausePending: Number.POSITIVE_INFINITY,
+  pauseBytes: Number.POSITIVE_INFINITY,
+  maxPending: Number.POSITIVE_INFINITY,
+};
+
+const sizeOf = (data: RawData) =>
+  Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
+
+type Reading = ReturnType<typeof parseDeviceMessage>;
+const BINARY: Reading = { ok: false, code: 'malformed_message', message: 'Messages are JSON text frames.' };
+
 interface Connection extends DeviceLine {
   socket: WebSocket;
   /**
@@ -45,6 +79,14 @@ interface Connection extends DeviceLine {
   inbox: Promise<void>;
   lastTouch: number;
   alive: boolean;
+  limits: InboundLimits;
+  /** Messages received and not yet answered (an answer counts once written to the socket), and their bytes. */
+  pending: number;
+  pendingBytes: number;
+  /** Reading stopped because `pending` reached `limits.pausePending`. */
+  paused: boolean;
+  /** Closed for flooding: whatever still arrives is dropped. */
+  flooded: boolean;
 }
 
 export interface HubOptions {
@@ -60,6 +102,9 @@ export class RealtimeHub {
   private readonly bySession = new Map<string, Connection>();
   private readonly byId = new Map<string, Connection>();
   private handlers: DeviceHandlers | null = null;
+  /** Frames taken in and not yet handled, on every connection (closed ones too); see `drain`. */
+  private unhandled = 0;
+  private drained: (() => void)[] = [];
 
   constructor(
     private readonly bus: Bus,
@@ -76,6 +121,15 @@ export class RealtimeHub {
     this.handlers = handlers;
   }
 
+  /**
+   * Resolves once every frame taken in so far has been handled, also on sockets closed meanwhile: the
+   * shutdown waits for it after closing the sockets and before closing the store.
+   */
+  drain(): Promise<void> {
+    if (this.unhandled === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
   /** Server-side pings find dead peers: no pong within one interval and the socket is dropped. */
   pingAll() {
     for (const conn of this.byId.values()) {
@@ -86,6 +140,23 @@ export class RealtimeHub {
       conn.alive = false;
       conn.socket.ping();
     }
+  }
+
+  /**
+   * Closes this process's sockets whose token is no longer honoured: `refusal` says why for each
+   * connection's principal — revoked (4003) or expired (4401) — or null to keep it. Cheap enough to
+   * run over every socket each second. Returns how many were closed.
+   */
+  closeRefused(refusal: (principal: DevicePrincipal) => 'revoked' | 'expired' | null): number {
+    let closed = 0;
+    for (const conn of this.byId.values()) {
+      const why = refusal(conn.principal);
+      if (why === null || conn.socket.readyState !== conn.socket.OPEN) continue;
+      if (why === 'revoked') conn.socket.close(CLOSE.forbidden, 'the token has been revoked');
+      else conn.socket.close(CLOSE.tokenExpired, 'the token has expired');
+      closed++;
+    }
+    return closed;
   }
 
   /** Writes a `command` frame on a connection of this process; false when it is gone. */
@@ -100,8 +171,27 @@ export class RealtimeHub {
     return true;
   }
 
+  /** Writes a `command.cancel` frame on a connection of this process; false when it is gone. */
+  async sendCancel(connectionId: string, commandId: string): Promise<boolean> {
+    const conn = this.byId.get(connectionId);
+    if (!conn || conn.socket.readyState !== conn.socket.OPEN) return false;
+    await new Promise<void>((resolve, reject) => {
+      conn.socket.send(
+        JSON.stringify({ type: 'command.cancel', commandId } satisfies ServerMessage),
+        (err) => (err ? reject(err) : resolve()),
+      );
+    });
+    return true;
+  }
+
   /** Takes over a session's socket: the previous one (here or elsewhere) is closed with 4001. */
-  async attach(socket: WebSocket, session: SessionRow, principal: DevicePrincipal, early: RawData[]) {
+  async attach(
+    socket: WebSocket,
+    session: SessionRow,
+    principal: DevicePrincipal,
+    early: RawData[],
+    limits: InboundLimits = NO_LIMITS,
+  ) {
     const conn: Connection = {
       connectionId: randomUUID(),
       session,
@@ -110,6 +200,11 @@ export class RealtimeHub {
       inbox: Promise.resolve(),
       lastTouch: 0,
       alive: true,
+      limits,
+      pending: 0,
+      pendingBytes: 0,
+      paused: false,
+      flooded: false,
     };
     const sessionId = session.session_id;
     const previous = this.bySession.get(sessionId);
@@ -147,42 +242,93 @@ export class RealtimeHub {
     } else if (message.type === 'close') conn.socket.close(message.code, message.reason);
   }
 
+  /**
+   * A frame in. Heartbeats need nothing more. Every other frame is handled and answered in order
+   * and counts as pending until its answer is written: at `pausePending` the socket is not read any
+   * more (TCP pushes back on the device, also one that does not read its answers), beyond
+   * `maxPending` — frames that were already read — it is closed with 1008. `events` frames and
+   * refused frames are charged to the device's request budget as they arrive; acks are not.
+   */
   private receive(conn: Connection, data: RawData, isBinary: boolean) {
+    if (conn.flooded) return;
     this.touch(conn);
-    if (isBinary) {
-      this.send(conn, {
-        type: 'error',
-        code: 'malformed_message',
-        message: 'Messages are JSON text frames.',
+    const reading = isBinary ? BINARY : parseDeviceMessage(data.toString());
+    if (reading.ok && reading.message.type === 'heartbeat') return;
+    if (++conn.pending > conn.limits.maxPending) {
+      conn.flooded = true;
+      conn.socket.close(CLOSE.policyViolation, 'too many unprocessed messages');
+      // Read on, so the device's close frame is seen; what it still sends is dropped.
+      conn.socket.resume();
+      return;
+    }
+    const size = sizeOf(data);
+    conn.pendingBytes += size;
+    if (
+      !conn.paused &&
+      (conn.pending >= conn.limits.pausePending || conn.pendingBytes >= conn.limits.pauseBytes)
+    ) {
+      conn.paused = true;
+      conn.socket.pause();
+    }
+    const charge =
+      !reading.ok || reading.message.type === 'events' ? conn.limits.spend(conn.principal) : null;
+    this.unhandled++;
+    conn.inbox = conn.inbox
+      .then(() => this.process(conn, reading, charge, size))
+      .then(() => {
+        if (--this.unhandled === 0) for (const resolve of this.drained.splice(0)) resolve();
       });
-      return;
-    }
-    const parsed = parseDeviceMessage(data.toString());
-    if (!parsed.ok) {
-      this.send(conn, { type: 'error', code: parsed.code, message: parsed.message });
-      return;
-    }
-    const message = parsed.message;
-    conn.inbox = conn.inbox.then(() =>
-      this.handleMessage(conn, message).catch((err) => {
-        this.log.error({ err }, 'device message failed');
-        this.send(conn, {
-          type: 'error',
-          code: 'internal',
-          message: 'The message could not be processed.',
-          ...(message.type === 'events' && message.requestId ? { requestId: message.requestId } : {}),
-        });
-      }),
-    );
   }
 
-  private async handleMessage(conn: Connection, message: DeviceMessage) {
-    if (message.type === 'heartbeat' || !this.handlers) return;
-    const answer =
-      message.type === 'ack'
-        ? await this.handlers.ack(conn, message)
-        : await this.handlers.events(conn, message);
-    if (answer) this.send(conn, answer);
+  /** Handles one frame in its turn and answers it; never fails. */
+  private async process(conn: Connection, reading: Reading, charge: Promise<Spend> | null, size: number) {
+    const message = reading.ok ? reading.message : null;
+    const requestId = message?.type === 'events' && message.requestId ? { requestId: message.requestId } : {};
+    let answer: ServerMessage | null;
+    try {
+      const spent = charge ? await charge : WITHIN;
+      if (!spent.ok) {
+        answer = {
+          type: 'error',
+          code: 'rate_limited',
+          message: `Too many requests from this device; retry in ${spent.retryAfterS} s.`,
+          retryAfterS: spent.retryAfterS,
+          ...requestId,
+        };
+      } else if (!reading.ok) answer = { type: 'error', code: reading.code, message: reading.message };
+      else answer = await this.handleMessage(conn, reading.message);
+    } catch (err) {
+      this.log.error({ err }, 'device message failed');
+      answer = {
+        type: 'error',
+        code: 'internal',
+        message: 'The message could not be processed.',
+        ...requestId,
+      };
+    }
+    if (answer && conn.socket.readyState === conn.socket.OPEN) {
+      conn.socket.send(JSON.stringify(answer), () => this.processed(conn, size));
+    } else this.processed(conn, size);
+  }
+
+  private processed(conn: Connection, size: number) {
+    conn.pending--;
+    conn.pendingBytes -= size;
+    if (
+      conn.paused &&
+      conn.pending <= conn.limits.pausePending / 2 &&
+      conn.pendingBytes <= conn.limits.pauseBytes / 2
+    ) {
+      conn.paused = false;
+      conn.socket.resume();
+    }
+  }
+
+  private async handleMessage(conn: Connection, message: DeviceMessage): Promise<ServerMessage | null> {
+    if (message.type === 'heartbeat' || !this.handlers) return null;
+    return message.type === 'ack'
+      ? await this.handlers.ack(conn, message)
+      : await this.handlers.events(conn, message);
   }
 
   private touch(conn: Connection) {

@@ -1,3 +1,3 @@
-export { type DeviceHandlers, type DeviceLine, RealtimeHub } from './hub.ts';
+export { type DeviceHandlers, type DeviceLine, type InboundLimits, RealtimeHub, type Spend } from './hub.ts';
 export { CLOSE } from './protocol.ts';
 export { type RealtimePluginOptions, realtimePlugin } from './routes.ts';

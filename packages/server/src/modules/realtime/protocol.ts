@@ -10,12 +10,14 @@ import {
   type ErrorMessage,
   type ServerMessage as ProtocolServerMessage,
 } from '@liveline/protocol';
+import { findNul } from '../../http/validation.ts';
 
 export type { DeviceMessage } from '@liveline/protocol';
 
 /**
  * What the server writes. An `error`'s `errors` is left open here because ingestion's problems carry
- * their field errors untyped (`wire.ts`); on the wire they are `FieldError[]`.
+ * their field errors untyped (`wire.ts`); on the wire they are `FieldError[]`. A `rate_limited` error
+ * also says when to retry (`retryAfterS`, as HTTP's `Retry-After`).
  */
 export type ServerMessage =
   | Exclude<ProtocolServerMessage, { type: 'error' }>
@@ -35,8 +37,19 @@ const TYPES = Object.keys(DEVICE_MESSAGE_SCHEMAS)
 export function parseDeviceMessage(raw: string): ParseResult {
   const reading = readFrame(raw);
   switch (reading.kind) {
-    case 'message':
+    case 'message': {
+      // PostgreSQL cannot store U+0000 in text: refused as input on every store, as over HTTP. JSON
+      // carries it escaped, so only a frame holding that escape is looked through.
+      const at = raw.includes('\\u0000') ? findNul(reading.message, '') : null;
+      if (at !== null) {
+        return {
+          ok: false,
+          code: 'validation_failed',
+          message: `The message is invalid: \`${at}\` contains the character U+0000.`,
+        };
+      }
       return { ok: true, message: reading.message };
+    }
     case 'notJson':
       return { ok: false, code: 'malformed_message', message: 'The message is not valid JSON.' };
     case 'notMessage':

@@ -2,6 +2,7 @@ import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
+import { enforceQuota } from '../../limits/quota.ts';
 import { digestSecret, generateSecret } from '../../secrets.ts';
 import type { Storage } from '../../storage/index.ts';
 import type { CampaignInput, CampaignPatch } from './campaign-input.ts';
@@ -15,6 +16,8 @@ export interface CampaignsDeps {
   clock: Clock;
   /** Key of the keyed digest of campaign secrets. */
   digestKey: Buffer;
+  /** Campaigns per tenant (`LIVELINE_QUOTA_CAMPAIGNS`; 0: no quota). */
+  maxCampaigns?: number;
 }
 
 /** Campaigns: their window, time zone, redemption and secret (CONTRACT §7). */
@@ -41,7 +44,18 @@ export class CampaignsService {
       created_at: now,
       updated_at: now,
     };
-    await store.insertCampaign(this.db, row);
+    const limit = this.deps.maxCampaigns ?? 0;
+    // Counted in the inserting transaction: a concurrent burst cannot pass the quota.
+    await this.db.transaction().execute(async (trx) => {
+      await enforceQuota(this.deps.storage, trx, {
+        tenantId,
+        limit,
+        adding: 1,
+        count: (db) => store.countCampaigns(db, tenantId),
+        refuse: () => problems.quotaExceeded('campaign_quota_exceeded', 'campaigns', limit),
+      });
+      await store.insertCampaign(trx, row);
+    });
     return { row, secret };
   }
 

@@ -2,6 +2,7 @@ import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
+import { enforceQuota } from '../../limits/quota.ts';
 import type { Storage } from '../../storage/index.ts';
 import { checkRewardImage, decodeBase64Image } from './jpeg.ts';
 import type { RuleType } from './progress.ts';
@@ -29,6 +30,8 @@ export type ChallengeChanges = Partial<ChallengeInput>;
 export interface ChallengesDeps {
   storage: Storage;
   clock: Clock;
+  /** Challenges per tenant over all its campaigns (`LIVELINE_QUOTA_CHALLENGES`; 0: no quota). */
+  maxChallenges?: number;
 }
 
 /** A campaign's challenges and their images (CONTRACT §7). */
@@ -64,6 +67,15 @@ export class ChallengesService {
     }));
     try {
       await this.db.transaction().execute(async (trx) => {
+        const limit = this.deps.maxChallenges ?? 0;
+        // Counted in the inserting transaction: a concurrent burst (or import) cannot pass the quota.
+        await enforceQuota(this.deps.storage, trx, {
+          tenantId: campaign.tenant_id,
+          limit,
+          adding: rows.length,
+          count: (db) => store.countChallenges(db, campaign.tenant_id),
+          refuse: () => problems.quotaExceeded('challenge_quota_exceeded', 'challenges', limit),
+        });
         const codes = rows.map((r) => r.reward_code);
         const taken = await store.rewardCodesTaken(trx, campaign.campaign_id, codes);
         if (taken.size > 0) throw rewardCodeTaken([...taken][0]);

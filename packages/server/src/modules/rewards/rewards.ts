@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.ts';
-import type { RewardsConfig } from '../../config.ts';
+import type { QuotaConfig, RewardsConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
 import type { FailureWindow } from '../../limits/index.ts';
 import type { Outbox } from '../../outbox.ts';
@@ -20,7 +20,7 @@ export interface TenantDirectory {
 export interface RewardsDeps {
   storage: Storage;
   clock: Clock;
-  config: { rewards: RewardsConfig };
+  config: { rewards: RewardsConfig; quotas: Pick<QuotaConfig, 'campaigns' | 'challenges'> };
   /** Key of the keyed digest of campaign secrets. */
   digestKey: Buffer;
   /** Where `reward.claimed` and `reward.verified` go, in the transaction of the claim or verification. */
@@ -53,8 +53,14 @@ export interface Rewards {
 /** Builds the rewards services. It starts nothing and hooks into nothing. */
 export function createRewards(deps: RewardsDeps): Rewards {
   const { storage, clock, outbox, tenants } = deps;
-  const campaigns = new CampaignsService({ storage, clock, digestKey: deps.digestKey });
-  const challenges = new ChallengesService({ storage, clock });
+  const { quotas } = deps.config;
+  const campaigns = new CampaignsService({
+    storage,
+    clock,
+    digestKey: deps.digestKey,
+    maxCampaigns: quotas.campaigns,
+  });
+  const challenges = new ChallengesService({ storage, clock, maxChallenges: quotas.challenges });
   const standings = new Standings({ storage, clock, streams: deps.streams, challenges });
   const codes = deps.codes ?? RANDOM_CODES;
   return {

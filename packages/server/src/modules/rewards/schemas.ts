@@ -1,11 +1,13 @@
 import {
+  AchievementCodeSchema,
   RedemptionSchema as ClaimRedemptionSchema,
+  DisplayCodeSchema,
   REDEMPTION_CONFIG_SCHEMAS,
   REDEMPTION_METHODS,
   RedemptionConfigSchema,
 } from '@liveline/protocol';
 import { Type } from 'typebox';
-import { StringEnum, Uuid } from '../../http/schemas.ts';
+import { Count, Int32, Nullable, StringEnum, Timestamp, UrlOut, Uuid } from '../../http/schemas.ts';
 import { RULE_TYPES } from './progress.ts';
 import { TARGET_MAX, TARGET_MIN } from './rules.ts';
 import { LIMITS } from './template-import.ts';
@@ -14,8 +16,21 @@ import { LIMITS } from './template-import.ts';
 
 const Text = (max: number, description?: string) =>
   Type.String({ minLength: 1, maxLength: max, description });
-const Time = Type.Integer({ minimum: 0, description: 'Unix milliseconds.' });
-const NullableTime = Type.Union([Time, Type.Null()]);
+const Time = Timestamp();
+const NullableTime = Nullable(Time);
+/** Longest IANA time zone name accepted (the longest in the database has about 30 characters). */
+const MAX_TIMEZONE_LENGTH = 64;
+// The handler says what a time zone must look like (`timezone.ts`), with a friendlier message.
+const Timezone = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: MAX_TIMEZONE_LENGTH, description });
+/**
+ * Longest `rewardImage` text. An image over 1 MiB is refused as `invalid_image` whatever its text
+ * (`jpeg.ts`), and the body limit (10 MiB by default) applies first: this bound is beyond both, so
+ * it changes no answer; it keeps the schema finite.
+ */
+const MAX_IMAGE_BASE64_LENGTH = 16 * 1024 * 1024;
+/** A challenge's image URL, as the server builds it. */
+const ImageUrl = UrlOut(4096, 'Where to load the 200×200 JPEG (with a token that may read it).');
 
 // The redemption shapes are part of the protocol (the viewer app reads them too): defined once there.
 export const RedemptionSchema = RedemptionConfigSchema;
@@ -23,7 +38,7 @@ export const REDEMPTION_SCHEMAS = REDEMPTION_CONFIG_SCHEMAS;
 
 const campaignFields = {
   name: Text(200),
-  timezone: Type.Optional(Type.String({ description: 'IANA time zone; default UTC.' })),
+  timezone: Type.Optional(Timezone('IANA time zone; default UTC.')),
   startsAt: Type.Optional(NullableTime),
   endsAt: Type.Optional(NullableTime),
 };
@@ -59,8 +74,8 @@ export const RedemptionMethodShape = Type.Object(
 
 export const CampaignSchema = Type.Object({
   campaignId: Uuid,
-  name: Type.String(),
-  timezone: Type.String(),
+  name: Text(200),
+  timezone: Timezone(),
   startsAt: NullableTime,
   endsAt: NullableTime,
   redemption: RedemptionSchema,
@@ -69,7 +84,11 @@ export const CampaignSchema = Type.Object({
 });
 export const CampaignWithSecretSchema = Type.Object({
   ...CampaignSchema.properties,
-  campaignSecret: Type.String({ description: 'Shown only in this response.' }),
+  campaignSecret: Type.String({
+    pattern: '^lcs_[A-Za-z0-9_-]+$',
+    maxLength: 128,
+    description: 'Shown only in this response.',
+  }),
 });
 
 export const RuleSchema = Type.Object(
@@ -79,7 +98,7 @@ export const RuleSchema = Type.Object(
         'totalMinutes (Total mins streamed), singleSessionMinutes (Mins streamed in a single session), ' +
         'uniqueDays (Unique days streamed on), streakDays (Streak of days streamed on), sessionCount (Stream session count).',
     }),
-    target: Type.Integer({ minimum: TARGET_MIN, maximum: TARGET_MAX }),
+    target: Int32(TARGET_MIN, TARGET_MAX),
   },
   { additionalProperties: false },
 );
@@ -88,7 +107,11 @@ const challengeFields = {
   rewardCode: Text(LIMITS.rewardCode, 'Unique in the campaign; returned to the tenant on verification.'),
   rewardTitle: Text(LIMITS.rewardTitle),
   rewardRequirement: Text(LIMITS.rewardRequirement),
-  rewardImage: Type.String({ minLength: 1, description: 'Base64 JPEG of exactly 200×200 pixels.' }),
+  rewardImage: Type.String({
+    minLength: 1,
+    maxLength: MAX_IMAGE_BASE64_LENGTH,
+    description: 'Base64 JPEG of exactly 200×200 pixels.',
+  }),
   rule: RuleSchema,
 };
 export const ChallengeCreateBody = Type.Object(challengeFields, { additionalProperties: false });
@@ -106,25 +129,29 @@ export const ChallengePatchBody = Type.Object(
 export const ChallengeSchema = Type.Object({
   challengeId: Uuid,
   campaignId: Uuid,
-  rewardCode: Type.String(),
-  rewardTitle: Type.String(),
-  rewardRequirement: Type.String(),
+  rewardCode: challengeFields.rewardCode,
+  rewardTitle: challengeFields.rewardTitle,
+  rewardRequirement: challengeFields.rewardRequirement,
   rule: RuleSchema,
-  imageUrl: Type.String(),
+  imageUrl: ImageUrl,
   createdAt: Time,
   updatedAt: Time,
 });
 
-const Progress = Type.Object({ value: Type.Integer(), target: Type.Integer() });
+const Progress = Type.Object({
+  value: Count('How far the player has come, in the rule’s unit.'),
+  target: Int32(TARGET_MIN, TARGET_MAX),
+});
+const ClaimId = Type.Integer({ format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const ChallengeStatus = StringEnum(['inProgress', 'complete', 'claimed'] as const);
 
 export const ClaimSchema = Type.Object({
-  claimId: Type.Integer({ minimum: 1 }),
+  claimId: ClaimId,
   challengeId: Uuid,
   campaignId: Uuid,
-  rewardCode: Type.String(),
-  achievementCode: Type.String(),
-  displayCode: Type.String({ description: 'XXXX-XXXX' }),
+  rewardCode: challengeFields.rewardCode,
+  achievementCode: AchievementCodeSchema,
+  displayCode: DisplayCodeSchema,
   claimedAt: Time,
   redemption: ClaimRedemptionSchema,
 });
@@ -136,22 +163,24 @@ export const DeviceChallengeSchema = Type.Object({
   claim: Type.Union([ClaimSchema, Type.Null()]),
 });
 
-const Metrics = Type.Object(Object.fromEntries(RULE_TYPES.map((r) => [r, Type.Integer()])));
+const Metrics = Type.Object(Object.fromEntries(RULE_TYPES.map((r) => [r, Count()])));
+
+export const PlayerIdParam = Type.String({ minLength: 1, maxLength: 128 });
 
 export const PlayerProgressSchema = Type.Object({
   campaignId: Uuid,
-  playerId: Type.String(),
+  playerId: PlayerIdParam,
   evaluatedAt: Time,
   metrics: Metrics,
   challenges: Type.Array(
     Type.Object({
       challengeId: Uuid,
-      rewardCode: Type.String(),
-      rewardTitle: Type.String(),
+      rewardCode: challengeFields.rewardCode,
+      rewardTitle: challengeFields.rewardTitle,
       rule: RuleSchema,
       progress: Progress,
       status: ChallengeStatus,
-      claimId: Type.Union([Type.Integer(), Type.Null()]),
+      claimId: Nullable(ClaimId),
       claimedAt: NullableTime,
       verifiedAt: NullableTime,
     }),
@@ -167,12 +196,10 @@ export const VerifyBody = Type.Object(
   { additionalProperties: false },
 );
 export const VerifyAnswer = Type.Object({
-  claimId: Type.Integer(),
-  rewardCode: Type.String(),
-  playerId: Type.String(),
+  claimId: ClaimId,
+  rewardCode: challengeFields.rewardCode,
+  playerId: PlayerIdParam,
   claimedAt: Time,
   verifiedAt: Time,
   alreadyVerified: Type.Boolean(),
 });
-
-export const PlayerIdParam = Type.String({ minLength: 1, maxLength: 128 });

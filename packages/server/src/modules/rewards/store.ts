@@ -30,6 +30,16 @@ export async function insertCampaign(db: Db, row: CampaignRow): Promise<void> {
   await db.insertInto('campaigns').values(row).execute();
 }
 
+/** How many campaigns the tenant has, ended ones included (the quota counts them). */
+export async function countCampaigns(db: Db, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('campaigns')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function findCampaign(db: Db, tenantId: string, campaignId: string) {
   return db
     .selectFrom('campaigns')
@@ -89,6 +99,20 @@ export async function updateCampaign(
 export async function insertChallenges(db: Db, rows: Selectable<ChallengesTable>[]): Promise<void> {
   // Each row carries an image of up to 1 MiB: one statement per row keeps statements small.
   for (const row of rows) await db.insertInto('challenges').values(row).execute();
+}
+
+/** How many challenges the tenant has over all its campaigns (through the campaigns' index). */
+export async function countChallenges(db: Db, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('challenges')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(
+      'campaign_id',
+      'in',
+      db.selectFrom('campaigns').select('campaign_id').where('tenant_id', '=', tenantId),
+    )
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export async function findChallenge(db: Db, tenantId: string, challengeId: string) {

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.ts';
 import { problems } from '../../http/problem.ts';
-import type { FailureWindow } from '../../limits/index.ts';
+import { addressKey, type FailureWindow } from '../../limits/index.ts';
 import type { Outbox, OutboxMessage } from '../../outbox.ts';
 import { constantTimeEqual } from '../../secrets.ts';
 import type { Storage } from '../../storage/index.ts';
@@ -51,8 +51,10 @@ export class VerifyService {
       (input.campaignId === undefined || input.campaignId === found.campaign_id)
         ? found
         : null;
-    // Unknown secrets count per address, whatever campaign the caller names.
-    const key = campaign ? `${address}\u0000${campaign.campaign_id}` : `${address}\u0000?`;
+    // Unknown secrets count per address, whatever campaign the caller names. An IPv6 address counts
+    // by its /64 (one line's hosts share it).
+    const from = addressKey(address);
+    const key = campaign ? `${from}\u0000${campaign.campaign_id}` : `${from}\u0000?`;
     // The failure is reserved before the lookup and given back on success: a burst cannot pass the limit.
     const reservation = await this.deps.failures.reserve(key);
     if (!reservation.ok) throw problems.rateLimited(reservation.retryAfterS);

@@ -1,5 +1,8 @@
+export { LiveSessions } from './live-sessions.ts';
 export { type SessionsPluginOptions, sessionsPlugin } from './routes.ts';
 export {
+  type EndingHook,
+  type EndOptions,
   eventSession,
   type RecordingView,
   type SessionDecorator,

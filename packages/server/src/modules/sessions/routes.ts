@@ -8,8 +8,9 @@ import { noBodyIsEmptyObject } from '../../http/empty-body.ts';
 import { readGetBody } from '../../http/get-body.ts';
 import { listRoutes } from '../../http/list-routes.ts';
 import { problems } from '../../http/problem.ts';
+import { socketBaseUrl } from '../../http/public-url.ts';
 import { sendRawJson } from '../../http/raw-json.ts';
-import { problemResponses, Uuid } from '../../http/schemas.ts';
+import { Int32, problemResponses, UrlOut, Uuid } from '../../http/schemas.ts';
 import type { EventsService } from '../events/index.ts';
 import { CohortId, DeviceInfo, Minutes, MinutesBody, SessionSchema } from './schemas.ts';
 import type { SessionsService } from './service.ts';
@@ -56,8 +57,8 @@ const StartBody = Type.Object(
 );
 const Started = Type.Object({
   sessionId: Uuid,
-  realtimeUrl: Type.String(),
-  heartbeatIntervalMs: Type.Integer(),
+  realtimeUrl: UrlOut(4096, 'The WebSocket URL of the session’s realtime channel (ws: or wss:).'),
+  heartbeatIntervalMs: Int32(1, 2 ** 31 - 1, 'How often the device sends `heartbeat`.'),
 });
 
 function registerDeviceRoutes(
@@ -65,10 +66,8 @@ function registerDeviceRoutes(
   { sessions, publicUrl, heartbeatIntervalMs }: SessionsPluginOptions,
 ) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const wsBase = (request: FastifyRequest) => {
-    if (publicUrl) return publicUrl.replace(/^http/, 'ws').replace(/\/$/, '');
-    return `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.host}`;
-  };
+  // LIVELINE_PUBLIC_URL when set; never a Host header then (docs/configuration.md).
+  const wsBase = (request: FastifyRequest) => socketBaseUrl(publicUrl, request);
 
   app.post(
     '/client/v1/sessions',
@@ -77,16 +76,18 @@ function registerDeviceRoutes(
       preValidation: noBodyIsEmptyObject,
       schema: {
         tags: ['device'],
+        operationId: 'startSession',
         summary: 'Start a session for the token’s player.',
         body: StartBody,
         response: { 201: Started, ...problemResponses(400, 401, 403, 429) },
       },
     },
     async (request, reply) => {
+      const base = wsBase(request); // a Host it cannot use is refused before anything is written
       const row = await sessions.create(deviceOf(request), request.body);
       return reply.code(201).send({
         sessionId: row.session_id,
-        realtimeUrl: `${wsBase(request)}/client/v1/sessions/${row.session_id}/realtime`,
+        realtimeUrl: `${base}/client/v1/sessions/${row.session_id}/realtime`,
         heartbeatIntervalMs,
       });
     },
@@ -98,6 +99,7 @@ function registerDeviceRoutes(
       config: { auth: { device: true } },
       schema: {
         tags: ['device'],
+        operationId: 'endSession',
         summary:
           'End the session; emits SessionEnd with its duration in seconds. Ending twice changes nothing.',
         params: DeviceSessionParams,
@@ -124,10 +126,19 @@ function registerSessionRead(root: App, { sessions, events }: SessionsPluginOpti
       config: read,
       schema: {
         tags: ['sessions'],
+        operationId: 'getSession',
         summary: 'One session, including all its events ordered by timestamp then id.',
         params: SessionParams,
         response: {
-          200: Type.Intersect([Type.Ref('Session'), Type.Object({ events: Type.Array(Type.Object({})) })]),
+          200: Type.Intersect([
+            Type.Ref('Session'),
+            Type.Object({
+              events: Type.Array(Type.Object({}), {
+                description:
+                  'Every event of the session, streamed (no limit: use `GET /sessions/{SessionId}/events` to page).',
+              }),
+            }),
+          ]),
           ...problemResponses(400, 401, 403, 404, 429),
         },
       },
@@ -152,9 +163,16 @@ function registerSessionRead(root: App, { sessions, events }: SessionsPluginOpti
 }
 
 function registerSessionLists(app: App, { sessions, clock }: SessionsPluginOptions) {
-  const sessionsList = (url: string, summary: string, active: boolean, cohort: boolean) =>
+  const sessionsList = (
+    url: string,
+    operationId: string,
+    summary: string,
+    active: boolean,
+    cohort: boolean,
+  ) =>
     listRoutes(app, {
       url,
+      operationId,
       key: 'sessions',
       item: Type.Ref('Session'),
       tags: ['sessions'],
@@ -177,7 +195,25 @@ function registerSessionLists(app: App, { sessions, clock }: SessionsPluginOptio
       },
     });
 
-  sessionsList('/sessions/active', 'Sessions active within the last `minutes` (default 5)', true, false);
-  sessionsList('/cohorts/:TenantCohortId/sessions', 'Sessions of a cohort, newest first', false, true);
-  sessionsList('/cohorts/:TenantCohortId/active', 'Active sessions of a cohort', true, true);
+  sessionsList(
+    '/sessions/active',
+    'listActiveSessions',
+    'Sessions active within the last `minutes` (default 5)',
+    true,
+    false,
+  );
+  sessionsList(
+    '/cohorts/:TenantCohortId/sessions',
+    'listCohortSessions',
+    'Sessions of a cohort, newest first',
+    false,
+    true,
+  );
+  sessionsList(
+    '/cohorts/:TenantCohortId/active',
+    'listActiveCohortSessions',
+    'Active sessions of a cohort',
+    true,
+    true,
+  );
 }

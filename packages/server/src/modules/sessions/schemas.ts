@@ -1,7 +1,6 @@
+import { AspectRatioSchema, MAX_EVENT_STRING_LENGTH, ResolutionSchema } from '@liveline/protocol';
 import { Type } from 'typebox';
-import { StringEnum, Uuid } from '../../http/schemas.ts';
-
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+import { Int32, Nullable, StringEnum, Timestamp, Uuid } from '../../http/schemas.ts';
 
 export const CohortId = Type.String({
   minLength: 1,
@@ -19,40 +18,44 @@ export const DeviceInfo = Type.Object(
   { additionalProperties: false },
 );
 
+/** A player id as the tenant chose it (CONTRACT §1). */
+const PlayerId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\s]+$' });
+
 export const SessionSchema = Type.Object(
   {
     sessionId: Uuid,
-    tenantCohortId: Nullable(Type.String()),
-    playerId: Type.String(),
+    tenantCohortId: Nullable(CohortId),
+    playerId: PlayerId,
     device: DeviceInfo,
     status: StringEnum(['live', 'ended']),
     connected: Type.Boolean({ description: 'Whether the device holds a realtime connection right now.' }),
-    startedAt: Type.Integer(),
-    lastSeenAt: Type.Integer(),
-    endedAt: Nullable(Type.Integer()),
-    endReason: Nullable(Type.String({ description: '`device`, `idle`, or the reason a device sent.' })),
+    startedAt: Timestamp(),
+    lastSeenAt: Timestamp(),
+    endedAt: Nullable(Timestamp()),
+    endReason: Nullable(
+      Type.String({
+        maxLength: MAX_EVENT_STRING_LENGTH,
+        description: '`device`, `idle`, or the reason a device sent.',
+      }),
+    ),
     stream: Type.Object({
       state: StringEnum(['idle', 'starting', 'streaming', 'stopping']),
-      streamingSessionId: Nullable(Type.String()),
-      resolution: Nullable(Type.Integer()),
-      aspectratio: Nullable(Type.Integer()),
-      startedAt: Nullable(Type.Integer()),
+      streamingSessionId: Nullable(Uuid),
+      resolution: Nullable(ResolutionSchema),
+      aspectratio: Nullable(AspectRatioSchema),
+      startedAt: Nullable(Timestamp()),
     }),
     recording: Type.Object({
       state: StringEnum(['idle', 'starting', 'recording', 'stopping']),
-      recordingId: Nullable(Type.String()),
-      startedAt: Nullable(Type.Integer()),
+      recordingId: Nullable(Uuid),
+      startedAt: Nullable(Timestamp()),
     }),
   },
   { $id: 'Session' },
 );
 
-export const Minutes = Type.Integer({
-  minimum: 1,
-  maximum: 10080,
-  description: 'Active within the last N minutes (default 5).',
-});
+export const Minutes = Int32(1, 10080, 'Active within the last N minutes (default 5).');
 export const MinutesBody = Type.Object(
-  { minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10080 })) },
+  { minutes: Type.Optional(Int32(1, 10080)) },
   { additionalProperties: false },
 );

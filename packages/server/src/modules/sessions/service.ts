@@ -48,23 +48,42 @@ const IDLE_STREAM: StreamView = {
 };
 const IDLE_RECORDING: RecordingView = { state: 'idle', recordingId: null, startedAt: null };
 
+/**
+ * Work that must commit with a session's end, run in its transaction (the streams module stops the
+ * session's stream and recording there, with their events).
+ */
+export type EndingHook = (trx: Kysely<Database>, ended: SessionRow) => Promise<void>;
+
+export interface EndOptions {
+  /** Write the `SessionEnd` event (false when the device sent its own). */
+  emit: boolean;
+  /** Default: now. */
+  endedAt?: number;
+}
+
 /** Sessions whose contact times are written by one statement. */
 const CONTACTS_PER_STATEMENT = 500;
 
 export class SessionsService {
   private readonly decorators: SessionDecorator[] = [];
+  private readonly endingHooks: EndingHook[] = [];
   /** Socket contact not yet written: session → latest contact time. */
   private readonly contacts = new NotedTimes(1000);
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
-    private readonly events: EventsService,
+    private readonly events: Pick<EventsService, 'emitIn'>,
     private readonly signals: Signals,
   ) {}
 
   addDecorator(decorator: SessionDecorator) {
     this.decorators.push(decorator);
+  }
+
+  /** Adds work to the transaction of every session's end. */
+  onEnding(hook: EndingHook) {
+    this.endingHooks.push(hook);
   }
 
   async liveStates(sessionIds: string[]): Promise<Map<string, SessionLiveState>> {
@@ -116,22 +135,52 @@ export class SessionsService {
 
   /** Records device contact of many sessions inside the caller's transaction (in the given order). */
   async touchAll(trx: Kysely<Database>, contacts: Map<string, number>) {
-    for (const [sessionId, at] of contacts) await store.touchSession(trx, sessionId, at);
+    // In session id order, the order every multi-row touch locks rows in (PostgreSQL's index scan of
+    // `session_id in (…)`): concurrent ingestion groups and the contact flush never deadlock.
+    const ordered = [...contacts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [sessionId, at] of ordered) await store.touchSession(trx, sessionId, at);
   }
 
   /**
-   * Ends a live session and emits `SessionEnd` (unless the device already sent one).
-   * Ending an ended session changes nothing and returns it as it is.
+   * Ends a live session and emits `SessionEnd` (unless the device already sent one), in one
+   * transaction, then announces it. Ending an ended session changes nothing and returns it as it is.
    */
-  async end(row: SessionRow, reason: string, options: { emit: boolean; endedAt?: number } = { emit: true }) {
-    const endedAt = options.endedAt ?? this.clock.now();
-    const ended = await store.endSession(this.storage.db, row.session_id, endedAt, reason);
+  async end(row: SessionRow, reason: string, options: EndOptions = { emit: true }) {
+    const ended = await this.storage.db
+      .transaction()
+      .execute((trx) => this.endIn(trx, row.session_id, reason, options));
     if (!ended) return (await store.findSession(this.storage.db, row.tenant_id, row.session_id)) ?? row;
-    await this.afterEnd(ended, options.emit);
+    await this.announceEnd(ended);
     return ended;
   }
 
-  /** Ends sessions without device contact for the idle timeout; returns how many it ended. */
+  /**
+   * The end of a session inside the caller's transaction: the row, then the `onEnding` hooks (its
+   * stream stops, with its events), then `SessionEnd` unless `emit` is false; all commit together.
+   * Returns the ended row (for `announceEnd` once committed), or undefined when it was not live.
+   */
+  async endIn(trx: Kysely<Database>, sessionId: string, reason: string, options: EndOptions) {
+    const ended = await store.endSession(trx, sessionId, options.endedAt ?? this.clock.now(), reason);
+    if (ended) await this.afterEndIn(trx, ended, options.emit);
+    return ended;
+  }
+
+  /** After the end committed: the signal `session.ended` (the device's socket is closed). */
+  async announceEnd(row: SessionRow) {
+    await this.signals.emit('session.ended', {
+      sessionId: row.session_id,
+      tenantId: row.tenant_id,
+      endedAt: row.ended_at ?? this.clock.now(),
+      reason: row.end_reason ?? 'device',
+    });
+  }
+
+  private async afterEndIn(trx: Kysely<Database>, row: SessionRow, emit: boolean) {
+    // Other modules wind down first (a live stream stops), then the session's own SessionEnd.
+    for (const hook of this.endingHooks) await hook(trx, row);
+    if (emit) await this.emitSessionEnd(trx, row);
+  }
+
   /**
    * Records device contact over the socket without a write of its own: `flushContacts` (a job,
    * every second) writes every session's latest contact in a few statements, however many sockets.
@@ -144,39 +193,43 @@ export class SessionsService {
   async flushContacts(): Promise<number> {
     if (this.contacts.size === 0) return 0;
     // lastSeenAt is kept to the second here (the hub notes a socket's contact once a second at most).
-    const bySecond = this.contacts.take();
-    let written = 0;
-    for (const [at, ids] of bySecond) {
-      for (let i = 0; i < ids.length; i += CONTACTS_PER_STATEMENT) {
-        await store.touchSessions(this.storage.db, ids.slice(i, i + CONTACTS_PER_STATEMENT), at);
+    return this.contacts.flush(async (bySecond) => {
+      for (const [at, ids] of bySecond) {
+        for (let i = 0; i < ids.length; i += CONTACTS_PER_STATEMENT) {
+          await store.touchSessions(this.storage.db, ids.slice(i, i + CONTACTS_PER_STATEMENT), at, {
+            lockInOrder: this.storage.skipLocked,
+          });
+        }
       }
-      written += ids.length;
-    }
-    return written;
+    });
   }
 
+  /**
+   * Ends sessions without device contact for the idle timeout, each in its own transaction with its
+   * stream's stop and its `SessionEnd` (reason `idle`, at the last contact); returns how many it ended.
+   */
   async sweepIdle(idleTimeoutMs: number): Promise<number> {
     // Contact noted but not yet written must not let a connected session look idle.
     await this.flushContacts();
-    const ended = await store.endIdleSessions(this.storage.db, this.clock.now() - idleTimeoutMs);
-    for (const row of ended) await this.afterEnd(row, true);
-    return ended.length;
+    const cutoff = this.clock.now() - idleTimeoutMs;
+    let count = 0;
+    for (const sessionId of await store.idleSessions(this.storage.db, cutoff)) {
+      const ended = await this.storage.db.transaction().execute(async (trx) => {
+        const row = await store.endIdleSession(trx, sessionId, cutoff);
+        if (row) await this.afterEndIn(trx, row, true);
+        return row;
+      });
+      if (!ended) continue;
+      count++;
+      await this.announceEnd(ended);
+    }
+    return count;
   }
 
-  /** Other modules wind down first (a live stream stops), then the session's own SessionEnd. */
-  private async afterEnd(row: SessionRow, emit: boolean) {
-    await this.signals.emit('session.ended', {
-      sessionId: row.session_id,
-      tenantId: row.tenant_id,
-      endedAt: row.ended_at ?? this.clock.now(),
-      reason: row.end_reason ?? 'device',
-    });
-    if (emit) await this.emitSessionEnd(row);
-  }
-
-  private async emitSessionEnd(row: SessionRow) {
+  private async emitSessionEnd(trx: Kysely<Database>, row: SessionRow) {
     const duration = Math.max(0, Math.round(((row.ended_at ?? row.last_seen_at) - row.started_at) / 1000));
-    await this.events.emit(
+    await this.events.emitIn(
+      trx,
       eventSession(row),
       'SessionEnd',
       { duration, reason: row.end_reason },

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import { offsetOf, type PageRequest } from '../../http/pagination.ts';
 import type { Database } from '../../storage/index.ts';
@@ -49,15 +49,40 @@ export async function touchSession(db: Kysely<Database>, sessionId: string, at: 
     .execute();
 }
 
-/** Records contact at `at` for many sessions (never moving lastSeenAt back). */
-export async function touchSessions(db: Kysely<Database>, sessionIds: string[], at: number) {
+/**
+ * Records contact at `at` for many sessions (never moving lastSeenAt back). `lockInOrder` (where rows are
+ * locked, PostgreSQL): `in (…)` locks rows in the order the plan scans them, often the heap's, while an
+ * ingestion group touches its sessions in id order (`SessionsService.touchAll`); the two deadlocked
+ * under load, so the rows are taken in id order first.
+ */
+export async function touchSessions(
+  db: Kysely<Database>,
+  sessionIds: string[],
+  at: number,
+  options: { lockInOrder?: boolean } = {},
+) {
   if (sessionIds.length === 0) return;
-  await db
-    .updateTable('sessions')
-    .set({ last_seen_at: at })
-    .where('session_id', 'in', sessionIds)
-    .where('last_seen_at', '<', at)
-    .execute();
+  const touch = (q: Kysely<Database>) =>
+    q
+      .updateTable('sessions')
+      .set({ last_seen_at: at })
+      .where('session_id', 'in', sessionIds)
+      .where('last_seen_at', '<', at)
+      .execute();
+  if (!options.lockInOrder) {
+    await touch(db);
+    return;
+  }
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .selectFrom('sessions')
+      .select('session_id')
+      .where('session_id', 'in', sessionIds)
+      .orderBy(sql`session_id collate "C"`)
+      .forUpdate()
+      .execute();
+    await touch(trx);
+  });
 }
 
 /** Ends a live session. Returns the ended row, or undefined when it was not live (already ended). */
@@ -71,32 +96,33 @@ export function endSession(db: Kysely<Database>, sessionId: string, endedAt: num
     .executeTakeFirst();
 }
 
-/**
- * Ends every live session silent since before `cutoff`, at its last contact. Each row is claimed by
- * one conditional UPDATE, so several processes sweeping at once never end a session twice.
- */
-export async function endIdleSessions(db: Kysely<Database>, cutoff: number, limit = 500) {
-  const candidates = await db
+/** Live sessions silent since before `cutoff`, longest silent first: candidates for the idle sweep. */
+export async function idleSessions(db: Kysely<Database>, cutoff: number, limit = 500) {
+  const rows = await db
     .selectFrom('sessions')
-    .select(['session_id', 'last_seen_at'])
+    .select('session_id')
     .where('status', '=', 'live')
     .where('last_seen_at', '<', cutoff)
     .orderBy('last_seen_at')
     .limit(limit)
     .execute();
-  const ended: SessionRow[] = [];
-  for (const c of candidates) {
-    const row = await db
-      .updateTable('sessions')
-      .set({ status: 'ended', ended_at: c.last_seen_at, end_reason: 'idle' })
-      .where('session_id', '=', c.session_id)
-      .where('status', '=', 'live')
-      .where('last_seen_at', '<', cutoff)
-      .returningAll()
-      .executeTakeFirst();
-    if (row) ended.push(row);
-  }
-  return ended;
+  return rows.map((r) => r.session_id);
+}
+
+/**
+ * Ends a session for silence, at its last contact, if it is still live and silent since before
+ * `cutoff`. The conditional UPDATE claims the row, so several processes sweeping at once never end a
+ * session twice. Returns the ended row, or undefined when it was not this call's to end.
+ */
+export function endIdleSession(db: Kysely<Database>, sessionId: string, cutoff: number) {
+  return db
+    .updateTable('sessions')
+    .set((eb) => ({ status: 'ended', ended_at: eb.ref('last_seen_at'), end_reason: 'idle' }))
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'live')
+    .where('last_seen_at', '<', cutoff)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 export interface SessionFilter {

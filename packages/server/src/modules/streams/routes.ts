@@ -29,6 +29,7 @@ export interface StreamsPluginOptions {
 /** The options of one app-initiated route: device auth, no body is `{}`, its answer. */
 function routeOptions(
   path: string,
+  operationId: string,
   summary: string,
   body: typeof StreamStartBody | typeof EmptyObject,
   answer: typeof StreamAnswer | typeof RecordingAnswer,
@@ -39,6 +40,7 @@ function routeOptions(
     ...(body === EmptyObject ? { preValidation: noBodyIsEmptyObject } : {}),
     schema: {
       tags: ['device'],
+      operationId,
       summary,
       description: `\`POST /client/v1/sessions/{sessionId}/${path}\`. 409 \`session_ended\` for an ended session.`,
       params: DeviceSessionParams,
@@ -59,6 +61,7 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (ap
   }
   const route = (
     path: string,
+    operationId: string,
     summary: string,
     body: typeof StreamStartBody | typeof EmptyObject,
     answer: typeof StreamAnswer | typeof RecordingAnswer,
@@ -66,13 +69,14 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (ap
   ) =>
     app.post(
       `/client/v1/sessions/:sessionId/${path}`,
-      routeOptions(path, summary, body, answer),
+      routeOptions(path, operationId, summary, body, answer),
       async (request) =>
         act(await ownSession(request), request.body as { resolution: number; aspectratio: number }),
     );
 
   route(
     'stream/start',
+    'startStream',
     'The app started a stream: StreamStarted. 409 `already_streaming` unless the stream is idle.',
     StreamStartBody,
     StreamAnswer,
@@ -80,6 +84,7 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (ap
   );
   route(
     'stream/stop',
+    'stopStream',
     'The app stopped its stream: StreamStopped (`reason: "app"`); a recording stops with it. 409 `not_streaming`.',
     EmptyObject,
     StreamAnswer,
@@ -87,6 +92,7 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (ap
   );
   route(
     'record/start',
+    'startRecording',
     'The app started recording its stream: RecordingStarted. 409 `not_streaming` / `already_recording`.',
     EmptyObject,
     RecordingAnswer,
@@ -94,6 +100,7 @@ export const streamsPlugin: FastifyPluginAsync<StreamsPluginOptions> = async (ap
   );
   route(
     'record/stop',
+    'stopRecording',
     'The app stopped recording: RecordingStopped. 409 `not_recording`.',
     EmptyObject,
     RecordingAnswer,

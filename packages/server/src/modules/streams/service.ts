@@ -29,11 +29,12 @@ import * as store from './store.ts';
 export type { StreamParams } from './state-machine.ts';
 export type { StreamInterval } from './store.ts';
 
-/** The session a state change belongs to. `playerId` is needed only when a stream starts. */
+/** The session a state change belongs to, as its events and its stream intervals need it. */
 interface Owner {
   sessionId: string;
   tenantId: string;
-  playerId: string | null;
+  tenantCohortId: string | null;
+  playerId: string;
 }
 
 interface Applied {
@@ -56,7 +57,7 @@ const CONFLICTS: Record<ConflictCode, () => ProblemError> = {
 };
 
 function ownerOf(session: SessionRow): Owner {
-  return { sessionId: session.session_id, tenantId: session.tenant_id, playerId: session.player_id };
+  return { ...eventSession(session), playerId: session.player_id };
 }
 
 function assertLive(session: SessionRow) {
@@ -73,7 +74,7 @@ export class StreamsService {
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly sessions: SessionsService,
-    private readonly events: Pick<EventsService, 'emit'>,
+    private readonly events: Pick<EventsService, 'emitIn'>,
   ) {}
 
   // --- tenant commands: run inside the transaction that stores the command row -----------------
@@ -130,7 +131,7 @@ export class StreamsService {
     return { recordingId: after.recordingId! };
   }
 
-  /** Requests only enter `starting`/`stopping`: no events, so nothing has to wait for the caller's commit. */
+  /** Requests only enter `starting`/`stopping`: they report nothing, so they emit no events. */
   private async request(
     trx: Kysely<Database>,
     session: SessionRow,
@@ -173,7 +174,7 @@ export class StreamsService {
   }
 
   private async run(owner: Owner, action: Action, input: Omit<ActionInput, 'now'>): Promise<Applied> {
-    const applied = await this.commitAndEmit(owner, (current) =>
+    const applied = await this.commit(owner, (current) =>
       advance(current, action, { ...input, now: this.clock.now() }),
     );
     if (!applied) throw new Error(`${action.type} cannot be ignored`);
@@ -182,8 +183,12 @@ export class StreamsService {
 
   // --- reactions ----------------------------------------------------------------------------------
 
-  /** The device answered (or did not): only the command the state waits on counts; stale outcomes do nothing. */
-  async onCommandSettled(command: SettledCommand): Promise<void> {
+  /**
+   * The device answered (or did not, or the command was cancelled): only the command the state waits
+   * on counts; stale outcomes do nothing. Runs in `trx`, the transaction that settles the command (the
+   * commands module's settle hook), so the settlement, the state and its events commit together.
+   */
+  async onCommandSettled(trx: Kysely<Database>, command: SettledCommand): Promise<void> {
     const name = command.name as StreamCommandName;
     if (!STREAM_COMMAND_NAMES.includes(name)) return;
     const session = await this.sessions.findForTenant(command.tenantId, command.sessionId);
@@ -196,18 +201,20 @@ export class StreamsService {
         ? { type: 'commandSettled', name, outcome: command.outcome }
         : { type: 'sessionEnd' };
     const stoppedAt = session.status === 'live' ? undefined : (session.ended_at ?? undefined);
-    await this.commitAndEmit(ownerOf(session), (current) =>
+    await this.step(trx, ownerOf(session), (current) =>
       waitedOn(current)
         ? advance(current, action, { now: this.clock.now(), stoppedAt })
         : { kind: 'ignored' },
     );
   }
 
-  /** The session ended: its stream and recording stop at the session's end time. */
-  async stopOnSessionEnd(ended: { sessionId: string; tenantId: string; endedAt: number }) {
-    const owner = { sessionId: ended.sessionId, tenantId: ended.tenantId, playerId: null };
-    const endedAt = ended.endedAt;
-    await this.commitAndEmit(owner, (current) =>
+  /**
+   * The session ended: its stream and recording stop at the session's end time, with their events,
+   * in `trx`, the transaction that ends the session (the sessions module's `onEnding` hook).
+   */
+  async stopOnSessionEnd(trx: Kysely<Database>, ended: SessionRow) {
+    const endedAt = ended.ended_at ?? this.clock.now();
+    await this.step(trx, ownerOf(ended), (current) =>
       advance(current, { type: 'sessionEnd' }, { now: this.clock.now(), stoppedAt: endedAt }),
     );
   }
@@ -246,7 +253,7 @@ export class StreamsService {
     if (!ended && session.last_seen_at >= cutoff) return false;
     const action: Action = ended ? { type: 'sessionEnd' } : { type: 'disconnect' };
     const stoppedAt = ended ? (session.ended_at ?? session.last_seen_at) : session.last_seen_at;
-    const applied = await this.commitAndEmit(ownerOf(session), (current) =>
+    const applied = await this.commit(ownerOf(session), (current) =>
       // Only the stream this sweep looked at: one started since is not stopped for an old silence.
       current.streamingSessionId === c.streamingSessionId
         ? advance(current, action, { now: this.clock.now(), stoppedAt })
@@ -276,9 +283,12 @@ export class StreamsService {
     return out;
   }
 
-  /** The stream events of a session are tied to right now: one streaming (or stopping), else null. */
-  async currentStreamId(sessionId: string): Promise<string | null> {
-    const s = (await store.readSnapshots(this.storage.db, [sessionId])).get(sessionId);
+  /**
+   * The stream events of a session are tied to right now: one streaming (or stopping), else null.
+   * Read through `db` when given (a transaction that may have just changed it).
+   */
+  async currentStreamId(sessionId: string, db: Kysely<Database> = this.storage.db): Promise<string | null> {
+    const s = await store.readSnapshot(db, sessionId);
     return s && (s.stream === 'streaming' || s.stream === 'stopping') ? s.streamingSessionId : null;
   }
 
@@ -289,19 +299,16 @@ export class StreamsService {
 
   // --- the one way state changes --------------------------------------------------------------
 
-  /** A state change in its own transaction, then its events (only once the change is committed). */
-  private async commitAndEmit(owner: Owner, decide: Decide): Promise<Applied | null> {
-    const applied = await this.storage.db.transaction().execute((trx) => this.step(trx, owner, decide));
-    if (!applied) return null;
-    const session = await this.sessions.findForTenant(owner.tenantId, owner.sessionId);
-    if (!session) return applied;
-    for (const e of applied.events) await this.events.emit(eventSession(session), e.event, e.fields);
-    return applied;
+  /** A state change with its interval rows and its events, in one transaction of its own. */
+  private commit(owner: Owner, decide: Decide): Promise<Applied | null> {
+    return this.storage.db.transaction().execute((trx) => this.step(trx, owner, decide));
   }
 
   /**
    * Reads the state, decides, and writes the decision with a compare-and-set; when another writer
-   * got there first, decides again on what it wrote. Interval rows change in the same transaction.
+   * got there first, decides again on what it wrote. Interval rows and the events the change emits
+   * (with their outbox rows: `events.emitIn`) are written in the same transaction, `db`, so a state
+   * change is never committed without its events, nor an event without its change.
    * Throws the conflict problem; returns null when the action does nothing.
    */
   private async step(db: Kysely<Database>, owner: Owner, decide: Decide): Promise<Applied | null> {
@@ -317,7 +324,6 @@ export class StreamsService {
       const events: Applied['events'] = [];
       for (const effect of step.effects) {
         if (effect.kind === 'openInterval') {
-          if (!owner.playerId) throw new Error('a stream cannot start without its player');
           await store.openInterval(db, {
             streamingSessionId: effect.streamingSessionId,
             sessionId: owner.sessionId,
@@ -331,6 +337,13 @@ export class StreamsService {
           events.push(effect);
         }
       }
+      // In the order the machine gives them (RecordingStopped before StreamStopped).
+      const session = {
+        sessionId: owner.sessionId,
+        tenantId: owner.tenantId,
+        tenantCohortId: owner.tenantCohortId,
+      };
+      for (const e of events) await this.events.emitIn(db, session, e.event, e.fields);
       return { before, after: step.next, events };
     }
     throw new Error(`the stream state of session ${owner.sessionId} kept changing`);

@@ -111,6 +111,11 @@ const TABLE: [string, Action, Row][] = [
   ['stream.start failed', settled('stream.start', 'failed'), { 'starting/idle': 'idle/idle', others: '-' }],
   ['stream.start expired', settled('stream.start', 'expired'), { 'starting/idle': 'idle/idle', others: '-' }],
   [
+    'stream.start cancelled',
+    settled('stream.start', 'cancelled'),
+    { 'starting/idle': 'idle/idle', others: '-' },
+  ],
+  [
     'stream.stop acknowledged',
     settled('stream.stop', 'acknowledged'),
     {
@@ -121,7 +126,7 @@ const TABLE: [string, Action, Row][] = [
       others: '-',
     },
   ],
-  ...(['failed', 'expired'] as const).map((outcome): [string, Action, Row] => [
+  ...(['failed', 'expired', 'cancelled'] as const).map((outcome): [string, Action, Row] => [
     `stream.stop ${outcome}`,
     settled('stream.stop', outcome),
     {
@@ -141,7 +146,7 @@ const TABLE: [string, Action, Row][] = [
       others: '-',
     },
   ],
-  ...(['failed', 'expired'] as const).map((outcome): [string, Action, Row] => [
+  ...(['failed', 'expired', 'cancelled'] as const).map((outcome): [string, Action, Row] => [
     `record.start ${outcome}`,
     settled('record.start', outcome),
     { 'streaming/starting': 'streaming/idle', 'stopping/starting': 'stopping/idle', others: '-' },
@@ -155,7 +160,7 @@ const TABLE: [string, Action, Row][] = [
       others: '-',
     },
   ],
-  ...(['failed', 'expired'] as const).map((outcome): [string, Action, Row] => [
+  ...(['failed', 'expired', 'cancelled'] as const).map((outcome): [string, Action, Row] => [
     `record.stop ${outcome}`,
     settled('record.stop', outcome),
     { 'streaming/stopping': 'streaming/recording', 'stopping/stopping': 'stopping/recording', others: '-' },
@@ -205,8 +210,8 @@ describe('transition: every action from every state', () => {
     STATES.map((state) => [name, state, action, row[state] ?? row.others] as const),
   );
 
-  it('covers 22 actions × 10 states', () => {
-    expect(cases).toHaveLength(220);
+  it('covers 26 actions × 10 states', () => {
+    expect(cases).toHaveLength(260);
   });
 
   it.each(cases)('%s from %s', (_name, state, action, expected) => {

@@ -1,5 +1,12 @@
+import type dns from 'node:dns';
 import { describe, expect, it } from 'vitest';
-import { assertPublicHost, BlockedAddressError, classifyAddress, parseV6 } from './address-guard.ts';
+import {
+  assertPublicHost,
+  BlockedAddressError,
+  classifyAddress,
+  connectLookup,
+  parseV6,
+} from './address-guard.ts';
 
 describe('SSRF address classification', () => {
   it.each([
@@ -104,5 +111,65 @@ describe('assertPublicHost', () => {
 
   it('resolves localhost for real and refuses it', async () => {
     await expect(assertPublicHost('localhost')).rejects.toBeInstanceOf(BlockedAddressError);
+  });
+});
+
+describe('BlockedAddressError', () => {
+  it('tells the tenant "not allowed" without the address; the log detail has it', () => {
+    const err = new BlockedAddressError('rebind.example', '10.1.2.3', 'private');
+    expect(err.message).toBe('rebind.example is not allowed: webhooks may reach public addresses only');
+    expect(err.message).not.toContain('10.1.2.3');
+    expect(err.message).not.toContain('private');
+    expect(err.logDetail).toEqual({ host: 'rebind.example', address: '10.1.2.3', addressClass: 'private' });
+  });
+});
+
+describe('connectLookup', () => {
+  type Answer = { err: NodeJS.ErrnoException | null; address: string | dns.LookupAddress[]; family?: number };
+  const lookupWith = (answers: string[], guard = true) => {
+    const resolve = async () =>
+      answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const lookup = connectLookup(resolve, guard);
+    return (options: dns.LookupOptions) =>
+      new Promise<Answer>((done) =>
+        lookup('hooks.example', options, (err, address, family) => done({ err, address, family })),
+      );
+  };
+
+  it('hands the checked public addresses to the socket, one or all', async () => {
+    const lookup = lookupWith(['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
+    expect(await lookup({})).toEqual({ err: null, address: '93.184.215.14', family: 4 });
+    expect(await lookup({ family: 6 })).toEqual({
+      err: null,
+      address: '2606:2800:21f:cb07:6820:80da:af6b:8b2c',
+      family: 6,
+    });
+    expect((await lookup({ all: true })).address).toHaveLength(2);
+  });
+
+  it('refuses when any answer is not public, whatever the family asked for', async () => {
+    for (const answers of [['127.0.0.1'], ['93.184.215.14', '10.0.0.1'], ['93.184.215.14', '::1']]) {
+      const { err } = await lookupWith(answers)({ family: 4 });
+      expect(err, answers.join()).toBeInstanceOf(BlockedAddressError);
+    }
+  });
+
+  it('lets private answers through when not guarding (LIVELINE_WEBHOOK_ALLOW_PRIVATE)', async () => {
+    expect(await lookupWith(['127.0.0.1'], false)({})).toEqual({
+      err: null,
+      address: '127.0.0.1',
+      family: 4,
+    });
+  });
+
+  it('answers ENOTFOUND when no address of the family is left, and passes resolver errors on', async () => {
+    expect((await lookupWith(['93.184.215.14'])({ family: 6 })).err?.code).toBe('ENOTFOUND');
+    const failing = connectLookup(async () => {
+      throw Object.assign(new Error('queryA ESERVFAIL'), { code: 'ESERVFAIL' });
+    }, true);
+    const err = await new Promise<NodeJS.ErrnoException | null>((done) =>
+      failing('x.example', {}, (e) => done(e)),
+    );
+    expect(err?.code).toBe('ESERVFAIL');
   });
 });

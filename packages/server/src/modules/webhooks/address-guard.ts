@@ -117,6 +117,11 @@ export function classifyAddress(address: string): AddressClass | null {
   return V6_RANGES.find((r) => inRange(bytes, r))?.[2] ?? 'public';
 }
 
+/**
+ * A target webhooks may not reach. Its `message` is what the tenant may read: it names the host they
+ * gave, never the address it resolved to (that would map the server's network for them). The address
+ * and its class are in `address`, `cls` and `logDetail`, for the server log only.
+ */
 export class BlockedAddressError extends Error {
   readonly code = 'EWEBHOOKBLOCKED';
   constructor(
@@ -124,31 +129,43 @@ export class BlockedAddressError extends Error {
     readonly address: string,
     readonly cls: AddressClass,
   ) {
-    super(`${host} resolves to ${address}, a ${cls} address; webhooks may not reach it`);
+    super(`${host} is not allowed: webhooks may reach public addresses only`);
     this.name = 'BlockedAddressError';
+  }
+
+  /** What the server log says: the resolved address and its class. */
+  get logDetail() {
+    return { host: this.host, address: this.address, addressClass: this.cls };
   }
 }
 
-type LookupAll = (hostname: string) => Promise<{ address: string; family: number }[]>;
+/** Every address a host name resolves to (`dns.lookup` with `all`); tests pass their own. */
+export type Resolve = (hostname: string) => Promise<{ address: string; family: number }[]>;
 
-const lookupAll: LookupAll = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
+export const systemResolve: Resolve = (hostname) =>
+  dns.promises.lookup(hostname, { all: true, verbatim: true });
+
+function firstBlocked(host: string, addresses: { address: string }[]): BlockedAddressError | null {
+  for (const { address } of addresses) {
+    const cls = classifyAddress(address);
+    if (cls !== 'public') return new BlockedAddressError(host, address, cls ?? 'reserved');
+  }
+  return null;
+}
 
 /**
  * Resolves `hostname` and throws BlockedAddressError when any address it resolves to is not public
  * (one private answer is enough: an attacker controls the order). DNS errors propagate.
  */
-export async function assertPublicHost(hostname: string, lookup: LookupAll = lookupAll): Promise<void> {
+export async function assertPublicHost(hostname: string, resolve: Resolve = systemResolve): Promise<void> {
   const host = hostname.replace(/^\[|\]$/g, '');
   const literal = classifyAddress(host);
   if (literal !== null) {
     if (literal !== 'public') throw new BlockedAddressError(host, host, literal);
     return;
   }
-  const addresses = await lookup(host);
-  for (const { address } of addresses) {
-    const cls = classifyAddress(address);
-    if (cls !== 'public') throw new BlockedAddressError(host, address, cls ?? 'reserved');
-  }
+  const blocked = firstBlocked(host, await resolve(host));
+  if (blocked) throw blocked;
 }
 
 type LookupCallback = (
@@ -157,23 +174,31 @@ type LookupCallback = (
   family?: number,
 ) => void;
 
+/** The `lookup` option of `net.connect`. */
+export type ConnectLookup = (hostname: string, options: dns.LookupOptions, callback: LookupCallback) => void;
+
 /**
- * A `lookup` for `net.connect` that refuses non-public answers: the check at connect time, so a
+ * A `lookup` for `net.connect`: resolves with `resolve` and, when `guard` is set, refuses unless every
+ * answer is public. It is the check at connect time, and the addresses it checks are the ones the
+ * socket connects to (it hands them to `net.connect` itself: nothing resolves the name again), so a
  * name that resolved to a public address at registration cannot be re-pointed at an internal one
  * (DNS rebinding). Node calls it with `all: true` when it races address families.
  */
-export function guardedLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    for (const { address } of addresses) {
-      const cls = classifyAddress(address);
-      if (cls !== 'public')
-        return callback(new BlockedAddressError(hostname, address, cls ?? 'reserved'), []);
-    }
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0];
-    if (!first)
-      return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
-    callback(null, first.address, first.family);
-  });
+export function connectLookup(resolve: Resolve, guard: boolean): ConnectLookup {
+  return (hostname, options, callback) => {
+    resolve(hostname).then(
+      (answers) => {
+        const wanted = options.family === 4 || options.family === 6 ? options.family : null;
+        const addresses = wanted === null ? answers : answers.filter((a) => a.family === wanted);
+        const blocked = guard ? firstBlocked(hostname, answers) : null;
+        if (blocked) return callback(blocked, []);
+        const first = addresses[0];
+        if (!first)
+          return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+        if (options.all) return callback(null, addresses);
+        callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, []),
+    );
+  };
 }

@@ -386,8 +386,16 @@ export class Dispatcher implements Worker {
   private async writeResults(items: Settled[]) {
     const now = this.clock.now();
     const health = new Map<string, boolean>();
+    // Rows are settled in delivery id order, the order a replay locks them in (no deadlock between the two).
+    const ordered = [...items].sort((a, b) =>
+      a.delivery.delivery_id < b.delivery.delivery_id
+        ? -1
+        : a.delivery.delivery_id > b.delivery.delivery_id
+          ? 1
+          : 0,
+    );
     const disabled = await this.storage.db.transaction().execute(async (trx) => {
-      for (const { delivery, outcome, at } of items) {
+      for (const { delivery, outcome, at } of ordered) {
         const claimId = delivery.claim_id!;
         if (outcome === null) {
           await store.settleDelivery(trx, delivery.delivery_id, claimId, {

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { StringEnum, Uuid } from '../../http/schemas.ts';
+import { Count, Int32, Nullable, StringEnum, Timestamp, UrlOut, Uuid } from '../../http/schemas.ts';
 import { CLIENT_EVENT_TYPES, SERVER_EVENT_TYPES } from '../events/index.ts';
 
 export const MESSAGE_TYPES = ['session.event', 'reward.claimed', 'reward.verified'] as const;
@@ -17,6 +17,7 @@ const Description = Type.Union([Type.String({ maxLength: 1000 }), Type.Null()]);
 const EventTypes = Type.Union([
   Type.Array(StringEnum(EVENT_TYPES), {
     minItems: 1,
+    maxItems: EVENT_TYPES.length,
     uniqueItems: true,
     description: 'Only `session.event` messages for these event types. Absent or null: every event type.',
   }),
@@ -25,6 +26,7 @@ const EventTypes = Type.Union([
 const Types = Type.Union([
   Type.Array(StringEnum(MESSAGE_TYPES), {
     minItems: 1,
+    maxItems: MESSAGE_TYPES.length,
     uniqueItems: true,
     description: 'Only these message types. Absent or null: every type.',
   }),
@@ -54,12 +56,15 @@ export const UpdateWebhookBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+/** A type name as stored (one of those the API took when it was set). */
+const TypeName = Type.String({ pattern: '^[A-Za-z0-9_.]+$', maxLength: 64 });
+
 const webhookFields = {
   webhookId: Uuid,
-  url: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  eventTypes: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  types: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  url: UrlOut(MAX_URL_LENGTH),
+  description: Description,
+  eventTypes: Nullable(Type.Array(TypeName, { maxItems: EVENT_TYPES.length })),
+  types: Nullable(Type.Array(TypeName, { maxItems: MESSAGE_TYPES.length })),
   enabled: Type.Boolean(),
   disabledReason: Type.Union([
     StringEnum(['manual', 'failing'], {
@@ -67,14 +72,15 @@ const webhookFields = {
     }),
     Type.Null(),
   ]),
-  createdAt: Type.Integer(),
-  updatedAt: Type.Integer(),
+  createdAt: Timestamp(),
+  updatedAt: Timestamp(),
 };
 
 export const WebhookSchema = Type.Object(webhookFields, { $id: 'Webhook' });
 
 const Secret = Type.String({
-  pattern: '^whsec_',
+  pattern: '^whsec_[A-Za-z0-9+/=]+$',
+  maxLength: 128,
   description: 'The signing secret (`whsec_` + base64). Shown only here: store it.',
 });
 
@@ -83,31 +89,40 @@ export const WebhookWithSecretSchema = Type.Object({ ...webhookFields, secret: S
 export const RotatedWebhookSchema = Type.Object({
   ...webhookFields,
   secret: Secret,
-  previousSecretExpiresAt: Type.Integer({
-    description: 'Until then every delivery carries a second signature, made with the previous secret.',
-  }),
+  previousSecretExpiresAt: Timestamp(
+    'Until then every delivery carries a second signature, made with the previous secret.',
+  ),
 });
 
+/** Longest error text of an attempt or a delivery (the sender keeps 500 characters). */
+const ErrorText = Nullable(Type.String({ maxLength: 1024 }));
+
 export const AttemptSchema = Type.Object({
-  attemptedAt: Type.Integer(),
-  statusCode: Type.Union([Type.Integer(), Type.Null()]),
-  latencyMs: Type.Integer(),
-  error: Type.Union([Type.String(), Type.Null()]),
+  attemptedAt: Timestamp(),
+  statusCode: Nullable(Int32(100, 999, 'The endpoint’s HTTP status; null when none came back.')),
+  latencyMs: Count(),
+  error: ErrorText,
 });
 
 export const DeliverySchema = Type.Object(
   {
-    deliveryId: Type.String({ description: 'Also the `webhook-id` header, the same on every attempt.' }),
+    deliveryId: Type.String({
+      format: 'uuid',
+      maxLength: 36,
+      description: 'Also the `webhook-id` header, the same on every attempt.',
+    }),
     webhookId: Uuid,
-    type: Type.String(),
-    eventType: Type.Union([Type.String(), Type.Null()]),
+    type: TypeName,
+    eventType: Nullable(TypeName),
     status: StringEnum(DELIVERY_STATUSES),
-    createdAt: Type.Integer(),
-    nextAttemptAt: Type.Union([Type.Integer(), Type.Null()]),
-    completedAt: Type.Union([Type.Integer(), Type.Null()]),
-    lastError: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Timestamp(),
+    nextAttemptAt: Nullable(Timestamp()),
+    completedAt: Nullable(Timestamp()),
+    lastError: ErrorText,
     payload: Type.Unknown({ description: 'The body sent: `{type, timestamp, data}`.' }),
-    attempts: Type.Array(AttemptSchema),
+    attempts: Type.Array(AttemptSchema, {
+      description: 'Every attempt, oldest first: the schedule’s, and one more for each retry asked for.',
+    }),
   },
   { $id: 'WebhookDelivery' },
 );
@@ -116,19 +131,16 @@ export const DeliveriesQuery = Type.Object(
   {
     status: Type.Optional(StringEnum(DELIVERY_STATUSES)),
     after: Type.Optional(
-      Type.String({ format: 'uuid', description: 'The `nextCursor` of the previous page.' }),
+      Type.String({ format: 'uuid', maxLength: 36, description: 'The `nextCursor` of the previous page.' }),
     ),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 100.' })),
+    limit: Type.Optional(Int32(1, 1000, 'Default 100.')),
   },
   { additionalProperties: false },
 );
 
 export const ReplayBody = Type.Object(
   {
-    since: Type.Integer({
-      minimum: 0,
-      description: 'Unix ms: every delivery of this endpoint created at or after it is sent again.',
-    }),
+    since: Count('Unix ms: every delivery of this endpoint created at or after it is sent again.'),
   },
   { additionalProperties: false },
 );

@@ -1,11 +1,21 @@
 import { Agent, buildConnector, request } from 'undici';
-import { BlockedAddressError, classifyAddress, guardedLookup } from './address-guard.ts';
+import {
+  BlockedAddressError,
+  classifyAddress,
+  connectLookup,
+  type Resolve,
+  systemResolve,
+} from './address-guard.ts';
 
 export interface SenderOptions {
   allowPrivate: boolean;
   timeoutMs: number;
   /** Keep-alive connections per receiver origin. */
   connectionsPerOrigin: number;
+  /** How receiver names are resolved at connect time (default: the system's `dns.lookup`). */
+  resolve?: Resolve;
+  /** Told of every refused target, with the address: for the server log, never the tenant. */
+  onRefused?: (refusal: BlockedAddressError) => void;
 }
 
 /** What one attempt came to. `ok` is a 2xx answer within the timeout. */
@@ -18,18 +28,30 @@ export interface AttemptOutcome {
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+/** The refusal inside an attempt's error, if that is what it was (undici wraps the socket's error as `cause`). */
+function refusalOf(err: unknown): BlockedAddressError | null {
+  const seen = new Set<unknown>();
+  let e: unknown = err;
+  while (e instanceof Error && !seen.has(e)) {
+    if (e instanceof BlockedAddressError) return e;
+    seen.add(e);
+    e = e.cause;
+  }
+  return null;
+}
+
 function describeError(err: unknown, timedOut: boolean): string {
   if (timedOut) return 'timed out';
-  if (err instanceof BlockedAddressError) return `refused: ${err.message}`;
+  // The tenant reads this in the delivery log: the refusal's own message, without the address.
+  const refusal = refusalOf(err);
+  if (refusal) return `refused: ${refusal.message}`;
   const seen = new Set<unknown>();
   let e: unknown = err;
   // undici wraps the socket's error as `cause`: the innermost one says what happened.
   while (e instanceof Error && e.cause && !seen.has(e.cause)) {
     seen.add(e);
-    if (e.cause instanceof BlockedAddressError) return `refused: ${e.cause.message}`;
     e = e.cause;
   }
-  if (e instanceof BlockedAddressError) return `refused: ${e.message}`;
   const code = (e as { code?: unknown } | null)?.code;
   const message = e instanceof Error ? e.message : String(e);
   return (typeof code === 'string' ? `${code}: ${message}` : message).slice(0, 500);
@@ -44,9 +66,11 @@ export class WebhookSender {
   private readonly agent: Agent;
 
   constructor(private readonly options: SenderOptions) {
+    // Names are resolved (and, unless private targets are allowed, checked) by our lookup, which hands
+    // the checked addresses to the socket: what was checked is what is connected to.
     const base = buildConnector({
       timeout: options.timeoutMs,
-      ...(options.allowPrivate ? {} : { lookup: guardedLookup }),
+      lookup: connectLookup(options.resolve ?? systemResolve, !options.allowPrivate),
     });
     const connect: buildConnector.connector = (opts, callback) => {
       if (!options.allowPrivate) {
@@ -101,6 +125,8 @@ export class WebhookSender {
           : `HTTP ${res.statusCode}`;
       return { ok, statusCode: res.statusCode, latencyMs, error };
     } catch (err) {
+      const refusal = refusalOf(err);
+      if (refusal) this.options.onRefused?.(refusal);
       return {
         ok: false,
         statusCode: null,

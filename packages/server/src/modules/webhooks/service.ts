@@ -2,9 +2,10 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
-import type { WebhookConfig } from '../../config.ts';
+import type { QuotaConfig, WebhookConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
 import type { Job, Worker } from '../../jobs.ts';
+import { enforceQuota } from '../../limits/quota.ts';
 import type { Storage } from '../../storage/index.ts';
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
@@ -77,7 +78,7 @@ function deliveryView(row: store.DeliveryRow, attempts: store.AttemptRow[]) {
 export interface WebhooksDeps {
   storage: Storage;
   clock: Clock;
-  config: { webhooks: WebhookConfig };
+  config: { webhooks: WebhookConfig; quotas: Pick<QuotaConfig, 'webhookEndpoints'> };
   logger: Logger;
   /** The server's registry: the webhook metrics join it. */
   metrics: { registry: Registry };
@@ -102,6 +103,10 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
     allowPrivate: config.allowPrivate,
     timeoutMs: config.timeoutMs,
     connectionsPerOrigin: config.endpointConcurrency,
+    resolve: config.resolve,
+    // The tenant's delivery log says "not allowed"; the address it resolved to is for the operator.
+    onRefused: (refusal) =>
+      logger.warn(refusal.logDetail, 'webhook attempt refused: the target resolves to a non-public address'),
   });
   // Endpoints the dispatcher disabled: the outbox stops writing for them at once.
   const disabled = (tenantId: string) => service.endpointsChanged(tenantId);
@@ -116,7 +121,9 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
   const service = new WebhooksService({
     storage,
     clock,
+    logger,
     config,
+    maxEndpoints: deps.config.quotas.webhookEndpoints,
     tenants,
     cache,
     outbox,
@@ -129,7 +136,10 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
 interface WebhooksParts {
   storage: Storage;
   clock: Clock;
+  logger: Logger;
   config: WebhookConfig;
+  /** Endpoints per tenant (`LIVELINE_QUOTA_WEBHOOK_ENDPOINTS`; 0: no quota). */
+  maxEndpoints: number;
   tenants: TenantDirectory;
   cache: EndpointCache;
   outbox: WebhookOutbox;
@@ -143,7 +153,9 @@ export class WebhooksService {
   readonly outbox: WebhookOutbox;
   private readonly storage: Storage;
   private readonly clock: Clock;
+  private readonly logger: Logger;
   private readonly config: WebhookConfig;
+  private readonly maxEndpoints: number;
   private readonly tenants: TenantDirectory;
   private readonly cache: EndpointCache;
   private readonly dispatcher: Dispatcher;
@@ -153,7 +165,9 @@ export class WebhooksService {
   constructor(parts: WebhooksParts) {
     this.storage = parts.storage;
     this.clock = parts.clock;
+    this.logger = parts.logger;
     this.config = parts.config;
+    this.maxEndpoints = parts.maxEndpoints;
     this.tenants = parts.tenants;
     this.cache = parts.cache;
     this.outbox = parts.outbox;
@@ -209,10 +223,13 @@ export class WebhooksService {
     if (url.href.length > MAX_URL_LENGTH) throw invalid(`must be at most ${MAX_URL_LENGTH} characters`);
     if (!this.config.allowPrivate) {
       try {
-        await assertPublicHost(url.hostname);
+        await assertPublicHost(url.hostname, this.config.resolve);
       } catch (err) {
-        if (err instanceof BlockedAddressError)
-          throw invalid(`resolves to ${err.address}, a ${err.cls} address, which webhooks may not reach`);
+        if (err instanceof BlockedAddressError) {
+          // The tenant hears "not allowed"; the address it resolved to goes to the server log only.
+          this.logger.warn(err.logDetail, 'webhook URL refused: it resolves to a non-public address');
+          throw invalid('is not allowed: webhooks may reach public addresses only');
+        }
         throw invalid(`has a host that does not resolve (${url.hostname})`);
       }
     }
@@ -244,7 +261,18 @@ export class WebhooksService {
       created_at: now,
       updated_at: now,
     };
-    await store.insertEndpoint(this.storage.db, row);
+    // Counted in the inserting transaction: a concurrent burst cannot pass the quota.
+    await this.storage.db.transaction().execute(async (trx) => {
+      await enforceQuota(this.storage, trx, {
+        tenantId,
+        limit: this.maxEndpoints,
+        adding: 1,
+        count: (db) => store.countEndpoints(db, tenantId),
+        refuse: () =>
+          problems.quotaExceeded('webhook_endpoint_quota_exceeded', 'webhook endpoints', this.maxEndpoints),
+      });
+      await store.insertEndpoint(trx, row);
+    });
     this.endpointsChanged(tenantId);
     return { ...view(row), secret: row.secret };
   }
@@ -380,6 +408,7 @@ export class WebhooksService {
       webhookId,
       { fromDeliveryId: store.uuidv7Floor(since) },
       this.clock.now(),
+      { lockInOrder: this.storage.skipLocked },
     );
     if (replayed > 0) this.dispatcher.nudge();
     return { replayed };

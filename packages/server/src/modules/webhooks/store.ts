@@ -19,6 +19,16 @@ export async function insertEndpoint(db: Db, row: EndpointRow) {
   await db.insertInto('webhook_endpoints').values(row).execute();
 }
 
+/** How many endpoints the tenant has (the quota counts them). */
+export async function countEndpoints(db: Db, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function findEndpoint(db: Db, tenantId: string, webhookId: string) {
   return db
     .selectFrom('webhook_endpoints')
@@ -310,7 +320,23 @@ export async function requeue(
   webhookId: string,
   where: { deliveryId: string } | { fromDeliveryId: string },
   now: number,
-) {
+  options: { lockInOrder?: boolean } = {},
+): Promise<number> {
+  // A replay updates many rows while the sender settles its batches (in delivery id order): where
+  // rows are locked (PostgreSQL), take them in the same order first, or the two can deadlock.
+  if (options.lockInOrder && 'fromDeliveryId' in where) {
+    return db.transaction().execute(async (trx) => {
+      await trx
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('webhook_id', '=', webhookId)
+        .where('delivery_id', '>=', where.fromDeliveryId)
+        .orderBy('delivery_id')
+        .forUpdate()
+        .execute();
+      return requeue(trx, webhookId, where, now);
+    });
+  }
   const result = await db
     .updateTable('webhook_deliveries')
     .set({ status: 'pending', attempts: 0, next_attempt_at: now, claim_id: null, completed_at: null })

@@ -1,7 +1,15 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import {
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  Kysely,
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type TableMetadata,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from '../schema.ts';
-import type { BulkInserter, Storage } from '../storage.ts';
+import { type BulkInserter, inOneTransaction, type Storage } from '../storage.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -36,7 +44,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new SchemaPostgresDialect({ pool }) });
   const bulk: BulkInserter = {
     // One statement for the whole set: each column travels as one array parameter and unnest()
     // turns them back into rows, so the statement text is the same whatever the row count.
@@ -62,6 +70,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     maxBindParameters: 65535,
     db,
     bulk,
+    atomically: (statements) => inOneTransaction(db, statements),
     isUniqueViolation: (err) => (err as { code?: unknown } | null)?.code === '23505',
     async ping() {
       await sql`select 1`.execute(db);
@@ -70,4 +79,30 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
       await db.destroy();
     },
   };
+}
+
+/**
+ * Kysely's PostgreSQL dialect with an introspector that lists only the tables of this deployment's
+ * schema (the first on the search path). The migrator asks for the tables to find its own; Kysely's
+ * introspector reads every schema of the database and resolves each schema's name as it goes, so a
+ * schema dropped meanwhile by anyone sharing the database (another deployment, a test finishing)
+ * failed the migration with `schema "…" does not exist` — and it grew with the number of schemas.
+ */
+class SchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    const general = new PostgresIntrospector(db);
+    const getTables = async (): Promise<TableMetadata[]> => {
+      const { rows } = await sql<{ name: string; schema: string; isView: boolean }>`
+        select c.relname as name, n.nspname as schema, c.relkind = 'v' as "isView"
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')
+        order by c.relname`.execute(db);
+      return rows.map((r) => ({ ...r, columns: [] }));
+    };
+    return {
+      getSchemas: () => general.getSchemas(),
+      getTables,
+      getMetadata: async (): Promise<DatabaseMetadata> => ({ tables: await getTables() }),
+    };
+  }
 }

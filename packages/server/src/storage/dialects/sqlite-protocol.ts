@@ -15,6 +15,11 @@ export type WorkerRequest =
   | { id: number; op: 'query'; sql: string; params: readonly unknown[]; begin: boolean }
   /** One insert statement run once per row, the whole batch in one message. */
   | { id: number; op: 'bulk'; sql: string; rows: readonly (readonly unknown[])[]; begin: boolean }
+  /**
+   * A whole transaction in one message: BEGIN, each statement, COMMIT. When any of them fails the
+   * worker rolls back and answers the error; else it answers every statement's rows.
+   */
+  | { id: number; op: 'atomically'; statements: readonly { sql: string; params: readonly unknown[] }[] }
   /** COMMIT; when it fails, the worker rolls the transaction back before answering. */
   | { id: number; op: 'commit' }
   | { id: number; op: 'close' };
@@ -36,5 +41,7 @@ export type WorkerReply =
       lastInsertRowid?: number | bigint;
       /** For `bulk`: 1 where the row was inserted, 0 where it conflicted. */
       inserted?: Uint8Array;
+      /** For `atomically`: each statement's rows (empty for one that returns none). */
+      results?: Record<string, unknown>[][];
     }
   | { id: number; ok: false; error: WorkerError };

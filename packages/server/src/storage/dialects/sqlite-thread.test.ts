@@ -32,7 +32,8 @@ async function open(reads: 'main' | 'worker' = 'main') {
   const file = path.join(tempDir(), 'test.db');
   const thread = await SqliteThread.start({ file, synchronous: 'NORMAL', statementCacheSize: 8 });
   const reader = reads === 'main' ? new MainThreadReader(file) : null;
-  const db = new Kysely<Db>({ dialect: new SqliteThreadDialect({ thread, reader }) });
+  const dialect = new SqliteThreadDialect({ thread, reader });
+  const db = new Kysely<Db>({ dialect });
   cleanups.push(async () => {
     await db.destroy();
     await thread.close();
@@ -42,7 +43,7 @@ async function open(reads: 'main' | 'worker' = 'main') {
     .addColumn('k', 'text', (c) => c.primaryKey())
     .addColumn('v', 'text')
     .execute();
-  return { db, thread };
+  return { db, thread, dialect };
 }
 
 const values = async (db: Kysely<Db>) =>
@@ -135,6 +136,47 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
     await next;
     expect(await values(db)).toEqual(['next=1']);
     expect((await sql`select * from child`.execute(db)).rows).toEqual([]);
+  });
+
+  it('atomically: a whole transaction in one message, all or nothing, in turn with other transactions', async () => {
+    const { db, dialect, thread } = await open(reads);
+    const sent: string[] = [];
+    const request = thread.request.bind(thread);
+    thread.request = (message, transfer) => {
+      sent.push(message.op);
+      return request(message, transfer);
+    };
+    const results = await dialect.atomically([
+      { sql: 'insert into kv (k, v) values (?, ?), (?, ?)', parameters: ['a', '1', 'b', '2'] },
+      { sql: "update kv set v = v || '!' where k = ? returning k, v", parameters: ['b'] },
+      { sql: 'select count(*) as n from kv', parameters: [] },
+    ]);
+    expect(sent).toEqual(['atomically']);
+    expect(results).toEqual([[], [{ k: 'b', v: '2!' }], [{ n: 2 }]]);
+
+    // A statement that fails: nothing of the group is written, the error keeps its code.
+    await expect(
+      dialect.atomically([
+        { sql: 'insert into kv (k, v) values (?, ?)', parameters: ['c', '3'] },
+        { sql: 'insert into kv (k, v) values (?, ?)', parameters: ['a', 'again'] },
+      ]),
+    ).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await values(db)).toEqual(['a=1', 'b=2!']);
+
+    // It waits for a transaction in progress, and nothing of it runs inside that transaction.
+    const log: string[] = [];
+    const inProgress = db.transaction().execute(async (trx) => {
+      await trx.insertInto('kv').values({ k: 't1', v: 'x' }).execute();
+      await sleep(30);
+      log.push('t');
+      await trx.insertInto('kv').values({ k: 't2', v: 'x' }).execute();
+    });
+    await sleep(5);
+    const group = dialect
+      .atomically([{ sql: 'select count(*) as n from kv', parameters: [] }])
+      .then((r) => log.push(`group saw ${(r[0][0] as { n: number }).n}`));
+    await Promise.all([inProgress, group]);
+    expect(log).toEqual(['t', 'group saw 4']);
   });
 
   it('a unique violation keeps its better-sqlite3 code and message', async () => {

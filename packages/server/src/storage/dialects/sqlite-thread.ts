@@ -1,5 +1,4 @@
 import { Worker } from 'node:worker_threads';
-import BetterSqlite3 from 'better-sqlite3';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -14,6 +13,8 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
+import type { CompiledStatement } from '../storage.ts';
+import BetterSqlite3 from './better-sqlite3.js';
 import type { WorkerError, WorkerOptions, WorkerReply, WorkerRequest } from './sqlite-protocol.ts';
 
 /** A better-sqlite3 error that crossed from the worker: same name, message and `code`. */
@@ -391,10 +392,34 @@ function threadConnection(connection: DatabaseConnection): ThreadConnection {
 
 /** Kysely's SQLite dialect, with statements executed in the worker thread. */
 export class SqliteThreadDialect implements Dialect {
-  constructor(private readonly config: SqliteThreadConfig) {}
+  private readonly driver: SqliteThreadDriver;
+
+  constructor(config: SqliteThreadConfig) {
+    this.driver = new SqliteThreadDriver(config);
+  }
 
   createDriver(): Driver {
-    return new SqliteThreadDriver(this.config);
+    return this.driver;
+  }
+
+  /**
+   * A whole transaction as one message to the worker (`Storage.atomically`). It takes the
+   * connection like any transaction and hands it on as soon as the message is posted: whatever is
+   * sent next runs after this COMMIT in the worker.
+   */
+  async atomically(statements: readonly CompiledStatement[]): Promise<Record<string, unknown>[][]> {
+    if (statements.length === 0) return [];
+    await this.driver.mutex.lock();
+    let reply: Promise<{ results?: Record<string, unknown>[][] }>;
+    try {
+      reply = this.driver.thread.request({
+        op: 'atomically',
+        statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })),
+      });
+    } finally {
+      this.driver.mutex.unlock();
+    }
+    return (await reply).results ?? [];
   }
 
   createQueryCompiler(): QueryCompiler {

@@ -5,7 +5,7 @@
 // programmatically, vitest transforms in its own loader). Keep this file small; the message shapes
 // are declared in `sqlite-protocol.ts` and the driver (`sqlite-thread.ts`) is the only sender.
 import { parentPort, workerData } from 'node:worker_threads';
-import BetterSqlite3 from 'better-sqlite3';
+import BetterSqlite3 from './better-sqlite3.js';
 
 if (!parentPort) throw new Error('sqlite-worker.js must run in a worker thread');
 const port = parentPort;
@@ -69,6 +69,24 @@ function commit() {
   }
 }
 
+/** BEGIN, the statements, COMMIT, as one transaction: every statement's rows, or nothing written. */
+function atomically(list) {
+  prepare('begin').run();
+  try {
+    const results = list.map(({ sql, params }) => {
+      const stmt = prepare(sql);
+      if (stmt.reader) return stmt.all(params);
+      stmt.run(params);
+      return [];
+    });
+    prepare('commit').run();
+    return results;
+  } catch (err) {
+    if (db?.inTransaction) db.prepare('rollback').run();
+    throw err;
+  }
+}
+
 function close() {
   statements.clear();
   if (db?.open) db.close();
@@ -94,6 +112,9 @@ port.on('message', (msg) => {
         return;
       case 'query':
         port.postMessage({ id: msg.id, ok: true, ...query(msg.sql, msg.params) });
+        return;
+      case 'atomically':
+        port.postMessage({ id: msg.id, ok: true, results: atomically(msg.statements) });
         return;
       case 'commit':
         commit();

@@ -1,8 +1,8 @@
-import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import { prepareDataDir } from '../data-dir.ts';
 import type { Database } from '../schema.ts';
-import type { BulkInserter, BulkTable, Storage } from '../storage.ts';
+import { type BulkInserter, type BulkTable, inOneTransaction, type Storage } from '../storage.ts';
+import BetterSqlite3 from './better-sqlite3.js';
 import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
 export interface SqliteOptions {
@@ -41,7 +41,8 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
     await thread.close();
     throw err;
   }
-  const db = new Kysely<Database>({ dialect: new SqliteThreadDialect({ thread, reader }) });
+  const dialect = new SqliteThreadDialect({ thread, reader });
+  const db = new Kysely<Database>({ dialect });
   const bulk: BulkInserter = {
     // The whole batch goes to the worker in one message, on the connection of the transaction
     // `trx`; there one cached prepared statement runs per row.
@@ -56,12 +57,17 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
       return inserted;
     },
   };
-  return sqliteStorage(db, bulk, async () => {
-    await db.destroy();
-    // Also when no query ever ran (Kysely then never started its driver, nor destroys it).
-    reader?.close();
-    await thread.close();
-  });
+  return sqliteStorage(
+    db,
+    bulk,
+    (statements) => dialect.atomically(statements),
+    async () => {
+      await db.destroy();
+      // Also when no query ever ran (Kysely then never started its driver, nor destroys it).
+      reader?.close();
+      await thread.close();
+    },
+  );
 }
 
 /** The connection on the calling thread: every statement and commit blocks it. */
@@ -89,7 +95,12 @@ function onMainThread(file: string, synchronous: SqliteOptions['synchronous']): 
       return inserted;
     },
   };
-  return sqliteStorage(db, bulk, () => db.destroy());
+  return sqliteStorage(
+    db,
+    bulk,
+    (statements) => inOneTransaction(db, statements),
+    () => db.destroy(),
+  );
 }
 
 const insertSqlCache = new WeakMap<object, string>();
@@ -106,8 +117,14 @@ function insertSql<T extends keyof Database>(spec: BulkTable<T>): string {
   return text;
 }
 
-function sqliteStorage(db: Kysely<Database>, bulk: BulkInserter, close: () => Promise<void>): Storage {
+function sqliteStorage(
+  db: Kysely<Database>,
+  bulk: BulkInserter,
+  atomically: Storage['atomically'],
+  close: () => Promise<void>,
+): Storage {
   return {
+    atomically,
     dialect: 'sqlite',
     writeConcurrency: 1,
     skipLocked: false,

@@ -3,6 +3,11 @@ import * as m001 from './001-foundation.ts';
 import * as m002 from './002-realtime.ts';
 import * as m003 from './003-webhooks.ts';
 import * as m004 from './004-rewards.ts';
+import * as m005 from './005-byte-order.ts';
+import * as m006 from './006-revocation.ts';
+import * as m007 from './007-quotas-cancel.ts';
+import * as m008 from './008-list-indexes.ts';
+import * as m009 from './009-open-commands.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const all: Record<string, Migration> = {
@@ -10,6 +15,11 @@ const all: Record<string, Migration> = {
   '002-realtime': m002,
   '003-webhooks': m003,
   '004-rewards': m004,
+  '005-byte-order': m005,
+  '006-revocation': m006,
+  '007-quotas-cancel': m007,
+  '008-list-indexes': m008,
+  '009-open-commands': m009,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,10 +1,21 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { tenantOf } from '../../../http/auth.ts';
+import { noBodyIsEmptyObject } from '../../../http/empty-body.ts';
 import { UNPAGINATED_PAGE_SIZE } from '../../../http/list-routes.ts';
 import { envelopeSchema, listEnvelope, PageSizeQuery } from '../../../http/pagination.ts';
-import { problemResponses, Uuid } from '../../../http/schemas.ts';
-import { ClientSchema, CreateClientBody, CreatedClientSchema, TenantParams } from '../schemas.ts';
+import { problemResponses } from '../../../http/schemas.ts';
+import {
+  ClientParams,
+  ClientSchema,
+  CreateClientBody,
+  CreatedClientSchema,
+  RotatedClientSchema,
+  RotateSecretBody,
+  TenantClientParams,
+  TenantParams,
+} from '../schemas.ts';
 import type { AuthService } from '../service.ts';
 import { operatorOnly } from './tenants.ts';
 
@@ -18,6 +29,7 @@ export function registerClientRoutes(root: FastifyInstance, auth: AuthService) {
       config: operatorOnly,
       schema: {
         tags: ['admin'],
+        operationId: 'createTenantClient',
         summary: 'Create an OAuth2 client for a tenant. The secret is shown only in this response.',
         params: TenantParams,
         body: CreateClientBody,
@@ -36,6 +48,7 @@ export function registerClientRoutes(root: FastifyInstance, auth: AuthService) {
       config: operatorOnly,
       schema: {
         tags: ['admin'],
+        operationId: 'listTenantClients',
         summary: "List a tenant's clients (never their secrets).",
         params: TenantParams,
         querystring: PageSizeQuery,
@@ -60,8 +73,11 @@ export function registerClientRevokeRoute(root: FastifyInstance, auth: AuthServi
       config: operatorOnly,
       schema: {
         tags: ['admin'],
-        summary: 'Revoke a client: its tokens stop working at once.',
-        params: Type.Object({ tenantId: Uuid, clientId: Uuid }, { additionalProperties: false }),
+        operationId: 'revokeTenantClient',
+        summary:
+          'Revoke a client: its access tokens and the device tokens it minted stop working at once ' +
+          '(their realtime sockets close with 4003).',
+        params: TenantClientParams,
         response: { 204: Type.Null({ description: 'Revoked.' }), ...problemResponses(400, 401, 403, 404) },
       },
     },
@@ -69,5 +85,62 @@ export function registerClientRevokeRoute(root: FastifyInstance, auth: AuthServi
       await auth.revokeClient(request.params.tenantId, request.params.clientId);
       return reply.code(204).send(null);
     },
+  );
+}
+
+const ROTATE_DESCRIPTION =
+  'The new secret is shown only in this answer. The current secret keeps working for 24 h ' +
+  '(`previousSecretExpiresAt`), or stops at once with `{"immediately": true}`. Tokens already issued ' +
+  'stay valid until they expire; delete the client to stop them.';
+
+/** A client's secret replaced: by the operator, or by the tenant for its own clients (`tokens:issue`). */
+export function registerClientSecretRoutes(root: FastifyInstance, auth: AuthService) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const response = { 200: RotatedClientSchema, ...problemResponses(400, 401, 403, 404, 415) };
+
+  app.post(
+    '/admin/v1/tenants/:tenantId/clients/:clientId/secret/rotate',
+    {
+      config: operatorOnly,
+      preValidation: noBodyIsEmptyObject,
+      schema: {
+        tags: ['admin'],
+        operationId: 'rotateTenantClientSecret',
+        summary: "Replace a client's secret; the old one keeps working for 24 h.",
+        description: ROTATE_DESCRIPTION,
+        params: TenantClientParams,
+        body: RotateSecretBody,
+        response,
+      },
+    },
+    async (request) =>
+      auth.rotateClientSecret(
+        request.params.tenantId,
+        request.params.clientId,
+        request.body.immediately === true,
+      ),
+  );
+
+  app.post(
+    '/clients/:clientId/secret/rotate',
+    {
+      config: { auth: { tenant: 'tokens:issue' } },
+      preValidation: noBodyIsEmptyObject,
+      schema: {
+        tags: ['auth'],
+        operationId: 'rotateClientSecret',
+        summary: "Replace the secret of one of the tenant's clients; the old one keeps working for 24 h.",
+        description: ROTATE_DESCRIPTION,
+        params: ClientParams,
+        body: RotateSecretBody,
+        response,
+      },
+    },
+    async (request) =>
+      auth.rotateClientSecret(
+        tenantOf(request).tenantId,
+        request.params.clientId,
+        request.body.immediately === true,
+      ),
   );
 }

@@ -26,11 +26,9 @@ export function registerTenantCreateRoute(root: FastifyInstance, auth: AuthServi
       config: operatorOnly,
       schema: {
         tags: ['admin'],
+        operationId: 'createTenant',
         summary: 'Create a tenant.',
-        body: Type.Object(
-          { name: Type.String({ minLength: 1, maxLength: 200 }) },
-          { additionalProperties: false },
-        ),
+        body: Type.Object({ name: TenantSchema.properties.name }, { additionalProperties: false }),
         response: { 201: TenantSchema, ...problemResponses(400, 401, 403) },
       },
     },
@@ -48,6 +46,7 @@ export function registerTenantRoute(root: FastifyInstance, auth: AuthService) {
       config: operatorOnly,
       schema: {
         tags: ['admin'],
+        operationId: 'getTenant',
         summary: 'One tenant.',
         params: TenantParams,
         response: { 200: TenantSchema, ...problemResponses(400, 401, 403, 404) },
@@ -76,7 +75,13 @@ export function registerTenantListRoutes(root: FastifyInstance, auth: AuthServic
     '/admin/v1/tenants',
     {
       config: operatorOnly,
-      schema: { tags: ['admin'], summary: 'List tenants.', querystring: PageSizeQuery, response: response() },
+      schema: {
+        tags: ['admin'],
+        operationId: 'listTenants',
+        summary: 'List tenants.',
+        querystring: PageSizeQuery,
+        response: response(),
+      },
     },
     async (request) => list({ page: 1, pageSize: request.query.pageSize ?? UNPAGINATED_PAGE_SIZE }),
   );
@@ -87,6 +92,7 @@ export function registerTenantListRoutes(root: FastifyInstance, auth: AuthServic
       config: operatorOnly,
       schema: {
         tags: ['admin'],
+        operationId: 'listTenantsPage',
         summary: 'List tenants, one page.',
         params: Type.Object({ pageNumber: PageNumber }, { additionalProperties: false }),
         querystring: PageSizeQuery,

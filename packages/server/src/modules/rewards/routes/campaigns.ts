@@ -27,6 +27,7 @@ export function registerCampaignRoutes(root: FastifyInstance, rewards: Rewards, 
       validatorCompiler: handlerValidatesBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('create', 'Campaign'),
         summary: 'Create a campaign. Its campaignSecret is shown only in this response.',
         ...rootParams(m),
         body: CampaignCreateBody,
@@ -42,6 +43,7 @@ export function registerCampaignRoutes(root: FastifyInstance, rewards: Rewards, 
 
   listRoutes(app, {
     url: `${m.base}/campaigns`,
+    operationId: m.operationId('list', 'Campaigns'),
     key: 'campaigns',
     item: CampaignSchema,
     tags: m.tags,
@@ -61,6 +63,7 @@ export function registerCampaignRoutes(root: FastifyInstance, rewards: Rewards, 
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'Campaign'),
         summary: 'One campaign (never its secret).',
         params: m.params({ campaignId: Uuid }),
         response: { 200: CampaignSchema, ...problemResponses(400, 401, 403, 404, 429) },
@@ -83,6 +86,7 @@ export function registerCampaignChangeRoutes(root: FastifyInstance, rewards: Rew
       validatorCompiler: handlerValidatesBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('update', 'Campaign'),
         summary:
           'Change a campaign: name, timezone, window (null clears a bound), redemption (replaced whole).',
         description: 'Claims already made keep the redemption they were given.',
@@ -105,6 +109,7 @@ export function registerCampaignChangeRoutes(root: FastifyInstance, rewards: Rew
       preValidation: emptyBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('rotate', 'CampaignSecret'),
         summary:
           'Replace the campaign secret; the old one stops working at once. Shown only in this response.',
         params,

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { listRoutes } from '../../../http/list-routes.ts';
 import { problemResponses, Uuid } from '../../../http/schemas.ts';
+import { MAX_IMAGE_BYTES } from '../jpeg.ts';
 import type { Rewards } from '../rewards.ts';
 import { ChallengeCreateBody, ChallengePatchBody, ChallengeSchema } from '../schemas.ts';
 import { challengeView } from '../views.ts';
@@ -18,6 +19,7 @@ export function registerChallengeCreateRoute(root: FastifyInstance, rewards: Rew
       bodyLimit: rewards.imports.limitBytes,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('create', 'Challenge'),
         summary:
           'Create a challenge; rewardImage is a base64 JPEG of exactly 200×200 (else 400 invalid_image).',
         params: m.params({ campaignId: Uuid }),
@@ -27,8 +29,9 @@ export function registerChallengeCreateRoute(root: FastifyInstance, rewards: Rew
     },
     async (request, reply) => {
       const campaign = await campaignOf(rewards, m, request);
+      const urlBase = m.imageBase(request, campaign.tenant_id); // before the write: it may refuse a Host
       const row = await rewards.challenges.create(campaign, request.body);
-      return reply.code(201).send(challengeView(row, m.imageBase(request, campaign.tenant_id)));
+      return reply.code(201).send(challengeView(row, urlBase));
     },
   );
 }
@@ -38,6 +41,7 @@ export function registerChallengeRoutes(root: FastifyInstance, rewards: Rewards,
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   listRoutes(app, {
     url: `${m.base}/campaigns/:campaignId/challenges`,
+    operationId: m.operationId('list', 'Challenges'),
     key: 'challenges',
     item: ChallengeSchema,
     tags: m.tags,
@@ -59,6 +63,7 @@ export function registerChallengeRoutes(root: FastifyInstance, rewards: Rewards,
       config: { auth: m.auth },
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'Challenge'),
         summary: 'One challenge.',
         params: m.params({ campaignId: Uuid, challengeId: Uuid }),
         response: { 200: ChallengeSchema, ...problemResponses(400, 401, 403, 404, 429) },
@@ -83,6 +88,7 @@ export function registerChallengeChangeRoutes(root: FastifyInstance, rewards: Re
       bodyLimit: rewards.imports.limitBytes,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('update', 'Challenge'),
         summary: 'Change a challenge. Once claimed, its rewardCode and rule stay (409 challenge_claimed).',
         params,
         body: ChallengePatchBody,
@@ -91,8 +97,9 @@ export function registerChallengeChangeRoutes(root: FastifyInstance, rewards: Re
     },
     async (request) => {
       const { campaign, row } = await challengeOf(rewards, m, request);
+      const urlBase = m.imageBase(request, campaign.tenant_id); // before the write: it may refuse a Host
       const updated = await rewards.challenges.update(row, request.body);
-      return challengeView(updated, m.imageBase(request, campaign.tenant_id));
+      return challengeView(updated, urlBase);
     },
   );
 
@@ -102,6 +109,7 @@ export function registerChallengeChangeRoutes(root: FastifyInstance, rewards: Re
       config: { auth: m.auth },
       schema: {
         tags: m.tags,
+        operationId: m.operationId('delete', 'Challenge'),
         summary: 'Delete a challenge nobody has claimed (else 409 challenge_claimed).',
         params,
         response: {
@@ -118,6 +126,17 @@ export function registerChallengeChangeRoutes(root: FastifyInstance, rewards: Re
   );
 }
 
+const JpegSchema = Type.Unsafe<Buffer>({
+  type: 'string',
+  format: 'binary',
+  maxLength: MAX_IMAGE_BYTES,
+  description: 'JPEG bytes.',
+});
+const NotModified = Type.Unsafe<undefined>({
+  type: 'null',
+  description: 'Not modified (the `If-None-Match` ETag is current).',
+});
+
 /** The challenge's image: the viewer app loads it with its device token, tenants with theirs. */
 export function registerImageRoute(root: FastifyInstance, rewards: Rewards, m: Mount) {
   root.withTypeProvider<TypeBoxTypeProvider>().get(
@@ -126,10 +145,18 @@ export function registerImageRoute(root: FastifyInstance, rewards: Rewards, m: M
       config: { auth: m.imageAuth },
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'ChallengeImage'),
         summary: "The challenge's 200×200 JPEG (image/jpeg).",
+        description: 'Answers 304 to an `If-None-Match` with the ETag it gave.',
         params: m.params({ campaignId: Uuid, challengeId: Uuid }),
-        produces: ['image/jpeg'],
-        response: problemResponses(400, 401, 403, 404, 429),
+        response: {
+          200: {
+            description: 'The image.',
+            content: { 'image/jpeg': { schema: JpegSchema } },
+          },
+          304: NotModified,
+          ...problemResponses(400, 401, 403, 404, 429),
+        },
       },
     },
     async (request, reply) => {

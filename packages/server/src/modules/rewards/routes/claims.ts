@@ -17,6 +17,7 @@ export function registerClaimRoute(root: FastifyInstance, rewards: Rewards) {
       preValidation: emptyBody,
       schema: {
         tags: ['device'],
+        operationId: 'claimChallenge',
         summary: 'Claim a completed challenge: 201 the new claim, 200 the same claim again.',
         description:
           '409 `challenge_not_complete` (with `progress`) before the rule is met; 409 `campaign_not_active`.',

@@ -20,6 +20,7 @@ export function registerDeviceChallengesRoute(
       config: { auth: { device: true } },
       schema: {
         tags: ['device'],
+        operationId: 'listPlayerChallenges',
         summary: "Every challenge of the tenant's current campaigns, with the player's progress and status.",
         response: {
           200: envelopeSchema('challenges', DeviceChallengeSchema),

@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { problemResponses, Uuid } from '../../../http/schemas.ts';
+import { Count, problemResponses, Uuid } from '../../../http/schemas.ts';
 import type { Rewards } from '../rewards.ts';
 import { ChallengeSchema } from '../schemas.ts';
 import { MAX_TEMPLATE_ROWS } from '../template-import.ts';
@@ -38,24 +38,28 @@ export async function registerImportRoute(root: FastifyInstance, rewards: Reward
         config: { auth: m.auth },
         schema: {
           tags: m.tags,
+          operationId: m.operationId('import', 'Challenges'),
           summary: 'Import challenges from the template CSV (multipart), all or nothing.',
           description: DESCRIPTION,
           consumes: ['multipart/form-data'],
           params: m.params({ campaignId: Uuid }),
           response: {
-            201: Type.Object({ imported: Type.Integer(), challenges: Type.Array(ChallengeSchema) }),
+            201: Type.Object({
+              imported: Count('Challenges created.'),
+              challenges: Type.Array(ChallengeSchema, { maxItems: MAX_TEMPLATE_ROWS }),
+            }),
             ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429),
           },
         },
       },
       async (request, reply) => {
         const campaign = await campaignOf(rewards, m, request);
+        const urlBase = m.imageBase(request, campaign.tenant_id); // before the write: it may refuse a Host
         const rows = await rewards.imports.importChallenges(campaign, {
           multipart: request.isMultipart(),
           declaredBytes: Number(request.headers['content-length'] ?? 0),
           parts: () => request.parts(),
         });
-        const urlBase = m.imageBase(request, campaign.tenant_id);
         const challenges = rows.map((r) => challengeView(r, urlBase));
         return reply.code(201).send({ imported: rows.length, challenges });
       },

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { type TObject, type TProperties, Type } from 'typebox';
 import type { AuthSpec } from '../../../http/auth.ts';
 import { tenantIdOf } from '../../../http/auth.ts';
+import { serverBaseUrl } from '../../../http/public-url.ts';
 import { Uuid } from '../../../http/schemas.ts';
 import type { Rewards } from '../rewards.ts';
 import type { CampaignRow, ChallengeRow } from '../store.ts';
@@ -26,6 +27,11 @@ export interface Mount {
   tenantId(request: FastifyRequest): Promise<string>;
   /** The URL prefix of a challenge's `imageUrl`, up to `/campaigns`. */
   imageBase(request: FastifyRequest, tenantId: string): string;
+  /**
+   * A route's `operationId` on this mount, verb and noun: `listCampaigns` on the tenant's,
+   * `listTenantCampaigns` on the operator's (stable: SDKs and generators name methods after it).
+   */
+  operationId(verb: string, noun: string): string;
 }
 
 export type RewardParams = { campaignId: string; challengeId: string; playerId: string };
@@ -36,9 +42,9 @@ export const ids = (request: FastifyRequest) => request.params as RewardParams;
 /** Lets an action route be called without a body, as if it were `{}`. */
 export { noBodyIsEmptyObject as emptyBody } from '../../../http/empty-body.ts';
 
-/** The server's own URL as the caller reached it (or LIVELINE_PUBLIC_URL), for `imageUrl`. */
+/** LIVELINE_PUBLIC_URL (never the Host header then), else the URL the caller reached, for `imageUrl`. */
 export function serverUrl(publicUrl: string | null, request: FastifyRequest): string {
-  return publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
+  return serverBaseUrl(publicUrl, request);
 }
 
 export function mounts(rewards: Pick<Rewards, 'requireTenant'>, publicUrl: string | null): Mount[] {
@@ -57,6 +63,7 @@ export function mounts(rewards: Pick<Rewards, 'requireTenant'>, publicUrl: strin
       params: closed({}),
       tenantId: async (request) => tenantIdOf(request),
       imageBase: (request) => serverUrl(publicUrl, request),
+      operationId: (verb, noun) => `${verb}${noun}`,
     },
     {
       base: '/admin/v1/tenants/:tenantId',
@@ -67,6 +74,7 @@ export function mounts(rewards: Pick<Rewards, 'requireTenant'>, publicUrl: strin
       params: closed(operator),
       tenantId: (request) => rewards.requireTenant((request.params as { tenantId: string }).tenantId),
       imageBase: (request, tenantId) => `${serverUrl(publicUrl, request)}/admin/v1/tenants/${tenantId}`,
+      operationId: (verb, noun) => `${verb}Tenant${noun}`,
     },
   ];
 }

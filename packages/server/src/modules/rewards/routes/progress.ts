@@ -14,6 +14,7 @@ export function registerProgressRoute(root: FastifyInstance, rewards: Rewards, m
       config: { auth: m.auth },
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'PlayerProgress'),
         summary: "A player's progress on every challenge of the campaign, now.",
         params: m.params({ campaignId: Uuid, playerId: PlayerIdParam }),
         response: { 200: PlayerProgressSchema, ...problemResponses(400, 401, 403, 404, 429) },

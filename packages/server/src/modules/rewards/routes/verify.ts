@@ -11,6 +11,7 @@ export function registerVerifyRoute(root: FastifyInstance, rewards: Rewards) {
     {
       schema: {
         tags: ['campaigns'],
+        operationId: 'verifyRewardCode',
         summary: 'Verify a claim by its display code or achievement code.',
         description:
           'The campaign secret identifies the campaign (campaignId optional; when given it must match). ' +

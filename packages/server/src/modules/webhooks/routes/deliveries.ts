@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { problemResponses, Uuid } from '../../../http/schemas.ts';
+import { Count, Nullable, problemResponses, Uuid } from '../../../http/schemas.ts';
 import { DeliveriesQuery, ReplayBody } from '../schemas.ts';
 import type { WebhooksService } from '../service.ts';
 import { emptyBody, ids, type Mount, NoBody } from './mount.ts';
@@ -17,6 +17,7 @@ export function registerTestRoute(root: FastifyInstance, webhooks: WebhooksServi
       preValidation: emptyBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('test', 'Webhook'),
         summary: 'Send a `webhook.test` message to the endpoint (whatever its filters).',
         params: m.params({ webhookId: Uuid }),
         body: NoBody,
@@ -42,13 +43,14 @@ export function registerDeliveryLogRoutes(root: FastifyInstance, webhooks: Webho
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('list', 'WebhookDeliveries'),
         summary: 'The delivery log, newest first, each delivery with its attempts.',
         params: m.params({ webhookId: Uuid }),
         querystring: DeliveriesQuery,
         response: {
           200: Type.Object({
-            deliveries: Type.Array(Type.Ref('WebhookDelivery')),
-            nextCursor: Type.Union([Type.String(), Type.Null()]),
+            deliveries: Type.Array(Type.Ref('WebhookDelivery'), { maxItems: 1000 }),
+            nextCursor: Nullable(Uuid),
             hasMore: Type.Boolean(),
           }),
           ...problemResponses(400, 401, 403, 404, 429),
@@ -68,6 +70,7 @@ export function registerDeliveryLogRoutes(root: FastifyInstance, webhooks: Webho
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'WebhookDelivery'),
         summary: 'One delivery with its attempts.',
         params: m.params({ webhookId: Uuid, deliveryId: Uuid }),
         response: { 200: Type.Ref('WebhookDelivery'), ...problemResponses(400, 401, 403, 404, 429) },
@@ -92,6 +95,7 @@ export function registerRedeliveryRoutes(root: FastifyInstance, webhooks: Webhoo
       preValidation: emptyBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('retry', 'WebhookDelivery'),
         summary: 'Send a delivery again now (same webhook-id), with a fresh retry schedule.',
         params: m.params({ webhookId: Uuid, deliveryId: Uuid }),
         body: NoBody,
@@ -113,13 +117,12 @@ export function registerRedeliveryRoutes(root: FastifyInstance, webhooks: Webhoo
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('replay', 'WebhookDeliveries'),
         summary: 'Send again every delivery created since a time (each with its own webhook-id, as before).',
         params: m.params({ webhookId: Uuid }),
         body: ReplayBody,
         response: {
-          202: Type.Object({
-            replayed: Type.Integer({ description: 'How many deliveries were queued again.' }),
-          }),
+          202: Type.Object({ replayed: Count('How many deliveries were queued again.') }),
           ...problemResponses(400, 401, 403, 404, 409, 415, 429),
         },
       },

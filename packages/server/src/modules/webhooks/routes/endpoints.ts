@@ -12,7 +12,7 @@ import {
 import type { WebhooksService } from '../service.ts';
 import { emptyBody, ids, type Mount, NoBody } from './mount.ts';
 
-/** Registering, listing and reading endpoints. */
+/** Registering and listing endpoints. */
 export function registerEndpointRoutes(root: FastifyInstance, webhooks: WebhooksService, m: Mount) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
   const config = { auth: m.auth };
@@ -23,6 +23,7 @@ export function registerEndpointRoutes(root: FastifyInstance, webhooks: Webhooks
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('create', 'Webhook'),
         summary: 'Register a webhook endpoint. The signing secret is shown only in this response.',
         params: m.params(),
         body: CreateWebhookBody,
@@ -41,6 +42,7 @@ export function registerEndpointRoutes(root: FastifyInstance, webhooks: Webhooks
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('list', 'Webhooks'),
         summary: 'List webhook endpoints (never their secrets).',
         params: m.params(),
         querystring: PageSizeQuery,
@@ -57,6 +59,13 @@ export function registerEndpointRoutes(root: FastifyInstance, webhooks: Webhooks
       return listEnvelope('webhooks', items, page, totalCount);
     },
   );
+}
+
+/** Reading, changing and deleting one endpoint. */
+export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: WebhooksService, m: Mount) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const config = { auth: m.auth };
+  const params = m.params({ webhookId: Uuid });
 
   app.get(
     `${m.prefix}/:webhookId`,
@@ -64,20 +73,14 @@ export function registerEndpointRoutes(root: FastifyInstance, webhooks: Webhooks
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('get', 'Webhook'),
         summary: 'One webhook endpoint.',
-        params: m.params({ webhookId: Uuid }),
+        params,
         response: { 200: Type.Ref('Webhook'), ...problemResponses(400, 401, 403, 404, 429) },
       },
     },
     async (request) => webhooks.get(await m.tenantId(request), ids(request).webhookId),
   );
-}
-
-/** Changing, deleting an endpoint and rotating its secret. */
-export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: WebhooksService, m: Mount) {
-  const app = root.withTypeProvider<TypeBoxTypeProvider>();
-  const config = { auth: m.auth };
-  const params = m.params({ webhookId: Uuid });
 
   app.patch(
     `${m.prefix}/:webhookId`,
@@ -85,6 +88,7 @@ export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: We
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('update', 'Webhook'),
         summary: 'Change an endpoint: url, description, filters, enabled (`true` re-enables a disabled one).',
         params,
         body: UpdateWebhookBody,
@@ -100,6 +104,7 @@ export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: We
       config,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('delete', 'Webhook'),
         summary: 'Delete an endpoint with its delivery log.',
         params,
         response: {
@@ -113,6 +118,13 @@ export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: We
       return reply.code(204).send(null);
     },
   );
+}
+
+/** Rotating an endpoint's signing secret. */
+export function registerSecretRotationRoute(root: FastifyInstance, webhooks: WebhooksService, m: Mount) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+  const config = { auth: m.auth };
+  const params = m.params({ webhookId: Uuid });
 
   app.post(
     `${m.prefix}/:webhookId/secret/rotate`,
@@ -121,6 +133,7 @@ export function registerEndpointChangeRoutes(root: FastifyInstance, webhooks: We
       preValidation: emptyBody,
       schema: {
         tags: m.tags,
+        operationId: m.operationId('rotate', 'WebhookSecret'),
         summary: 'Replace the signing secret. The previous one keeps signing (a second signature) for 24 h.',
         params,
         body: NoBody,

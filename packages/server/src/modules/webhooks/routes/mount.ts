@@ -17,6 +17,11 @@ export interface Mount {
   /** The path parameters of this mount plus `extra`, as one closed object. */
   params(extra?: Record<string, TSchema>): TObject;
   tenantId(request: FastifyRequest): Promise<string>;
+  /**
+   * A route's `operationId` on this mount, verb and noun: `listWebhooks` on the tenant's,
+   * `listTenantWebhooks` on the operator's (stable: SDKs and generators name methods after it).
+   */
+  operationId(verb: string, noun: string): string;
 }
 
 export type WebhookParams = { webhookId: string; deliveryId: string };
@@ -43,6 +48,7 @@ export function mounts(webhooks: Pick<WebhooksService, 'requireTenant'>): Mount[
       tags: ['webhooks'],
       params: closed({}),
       tenantId: async (request) => tenantOf(request).tenantId,
+      operationId: (verb, noun) => `${verb}${noun}`,
     },
     {
       prefix: '/admin/v1/tenants/:tenantId/webhooks',
@@ -50,6 +56,7 @@ export function mounts(webhooks: Pick<WebhooksService, 'requireTenant'>): Mount[
       tags: ['admin'],
       params: closed({ tenantId: Uuid }),
       tenantId: (request) => webhooks.requireTenant((request.params as { tenantId: string }).tenantId),
+      operationId: (verb, noun) => `${verb}Tenant${noun}`,
     },
   ];
 }

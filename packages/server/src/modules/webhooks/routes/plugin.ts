@@ -2,7 +2,11 @@ import type { FastifyPluginAsync } from 'fastify';
 import { DeliverySchema, WebhookSchema } from '../schemas.ts';
 import type { WebhooksService } from '../service.ts';
 import { registerDeliveryLogRoutes, registerRedeliveryRoutes, registerTestRoute } from './deliveries.ts';
-import { registerEndpointChangeRoutes, registerEndpointRoutes } from './endpoints.ts';
+import {
+  registerEndpointChangeRoutes,
+  registerEndpointRoutes,
+  registerSecretRotationRoute,
+} from './endpoints.ts';
 import { mounts } from './mount.ts';
 
 export interface WebhooksPluginOptions {
@@ -20,6 +24,7 @@ export const webhooksPlugin: FastifyPluginAsync<WebhooksPluginOptions> = async (
   for (const mount of mounts(webhooks)) {
     registerEndpointRoutes(app, webhooks, mount);
     registerEndpointChangeRoutes(app, webhooks, mount);
+    registerSecretRotationRoute(app, webhooks, mount);
     registerTestRoute(app, webhooks, mount);
     registerDeliveryLogRoutes(app, webhooks, mount);
     registerRedeliveryRoutes(app, webhooks, mount);

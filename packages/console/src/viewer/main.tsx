@@ -1,0 +1,5 @@
+import { render } from 'preact';
+import '../shared/styles.css';
+import { Viewer } from './viewer.tsx';
+
+render(<Viewer />, document.getElementById('app')!);
