@@ -1,13 +1,17 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import { type TProperties, type TSchema, Type } from 'typebox';
+import { CursorError } from '../storage/pages.ts';
 import {
+  Cursor,
   DEFAULT_PAGE_SIZE,
   envelopeSchema,
   listEnvelope,
   MAX_PAGE_SIZE,
+  type PageMeta,
   type PageRequest,
 } from './pagination.ts';
+import { problems } from './problem.ts';
 import { Int32, problemResponses } from './schemas.ts';
 
 /** The unpaginated form of a list is page 1 of this size (CONTRACT §4). */
@@ -36,12 +40,33 @@ export interface ListRoutes<Item> {
   query?: TProperties;
   /** The problem statuses the routes answer with. */
   errors?: number[];
-  list(request: FastifyRequest, page: PageRequest): Promise<{ items: Item[]; totalCount: number }>;
+  /** One page: its items and what the store says of it (`storage/pages.ts` `readPage`). */
+  list(request: FastifyRequest, page: PageRequest): Promise<{ items: Item[] } & PageMeta>;
+}
+
+const After = Type.Optional(
+  Cursor(
+    'Read the items right after this cursor (a `nextCursor`), at any depth: the page number is then ignored.',
+  ),
+);
+
+/** Reads a page; a cursor that is not one of this list's is a 400. */
+async function readList<Item>(spec: ListRoutes<Item>, request: FastifyRequest, page: PageRequest) {
+  try {
+    const { items, ...meta } = await spec.list(request, page);
+    return listEnvelope(spec.key, items, page, meta);
+  } catch (err) {
+    if (err instanceof CursorError) {
+      throw problems.validation(err.message, [{ path: 'after', message: err.message }]);
+    }
+    throw err;
+  }
 }
 
 /**
  * Registers a list and its pages (CONTRACT §4): `url` answers page 1 of 1000 and takes no `pageSize`;
- * `url/page/:pageNumber` answers one page of `pageSize` (default 50). Both use the list envelope.
+ * `url/page/:pageNumber` answers one page of `pageSize` (default 50). Both use the list envelope and
+ * take `after` (a cursor: the page right after it, at any depth).
  */
 export function listRoutes<Item>(root: FastifyInstance, spec: ListRoutes<Item>) {
   const app = root.withTypeProvider<TypeBoxTypeProvider>();
@@ -61,14 +86,13 @@ export function listRoutes<Item>(root: FastifyInstance, spec: ListRoutes<Item>) 
         operationId: spec.operationId,
         summary: `${spec.summary}; page 1 of up to ${UNPAGINATED_PAGE_SIZE}.`,
         ...params,
-        querystring: object(spec.query ?? {}),
+        querystring: object({ ...spec.query, after: After }),
         response,
       },
     },
     async (request) => {
-      const page = { page: 1, pageSize: UNPAGINATED_PAGE_SIZE };
-      const { items, totalCount } = await spec.list(request, page);
-      return listEnvelope(spec.key, items, page, totalCount);
+      const { after } = request.query as { after?: string };
+      return readList(spec, request, { page: 1, pageSize: UNPAGINATED_PAGE_SIZE, after });
     },
   );
 
@@ -81,16 +105,14 @@ export function listRoutes<Item>(root: FastifyInstance, spec: ListRoutes<Item>) 
         operationId: `${spec.operationId}Page`,
         summary: `${spec.summary}; one page.`,
         params: object({ ...spec.params, pageNumber: PageNumber }),
-        querystring: object({ ...spec.query, pageSize: Type.Optional(PageSize) }),
+        querystring: object({ ...spec.query, pageSize: Type.Optional(PageSize), after: After }),
         response,
       },
     },
     async (request) => {
       const { pageNumber } = request.params as { pageNumber: number };
-      const { pageSize } = request.query as { pageSize?: number };
-      const page = { page: pageNumber, pageSize: pageSize ?? DEFAULT_PAGE_SIZE };
-      const { items, totalCount } = await spec.list(request, page);
-      return listEnvelope(spec.key, items, page, totalCount);
+      const { pageSize, after } = request.query as { pageSize?: number; after?: string };
+      return readList(spec, request, { page: pageNumber, pageSize: pageSize ?? DEFAULT_PAGE_SIZE, after });
     },
   );
 }

@@ -212,6 +212,9 @@ interface ListCase {
 }
 
 const page = { page: 3, pageSize: 50 };
+/** A list cursor as the server hands it out (storage/pages.ts): the order column, its value, the id. */
+const cursor = (column: string, value: number, id: string) =>
+  Buffer.from(JSON.stringify([column, value, id])).toString('base64url');
 const since = T0 + (SESSIONS - 2_000) * 1000;
 
 const sessionPage = (index: string, equal: string[]): Expectation[] => [
@@ -235,6 +238,39 @@ const cases: ListCase[] = [
     run: (db) =>
       sessions.listSessions(db, { tenantId: 't0', tenantCohortId: 'c0', activeSince: since }, page),
     expect: sessionPage('sessions_tenant_cohort_status_seen', ['tenant_id', 'tenant_cohort_id', 'status']),
+  },
+  // The cursor form (`after=`): the same index range, entered at the cursor (`column <= v` bounds it).
+  {
+    name: 'GET /sessions/active?after=',
+    run: (db) =>
+      sessions.listSessions(
+        db,
+        { tenantId: 't0', activeSince: since },
+        { ...page, after: cursor('last_seen_at', since + 500_000, 's100') },
+      ),
+    expect: sessionPage('sessions_tenant_status_seen', ['tenant_id', 'status']),
+  },
+  {
+    name: 'GET /cohorts/{id}/sessions?after=',
+    run: (db) =>
+      sessions.listSessions(
+        db,
+        { tenantId: 't0', tenantCohortId: 'c0' },
+        { ...page, after: cursor('started_at', T0 + 500_000, 's100') },
+      ),
+    expect: sessionPage('sessions_tenant_cohort_started', ['tenant_id', 'tenant_cohort_id']),
+  },
+  {
+    name: "a session's commands after a cursor",
+    run: (db) =>
+      commands.listCommands(db, 's0', {
+        ...page,
+        after: Buffer.from(JSON.stringify(['command_id', 'cmd500'])).toString('base64url'),
+      }),
+    expect: [
+      { table: 'commands', index: 'commands_session_id', equal: ['session_id'] },
+      { table: 'commands', index: null, equal: ['session_id'] },
+    ],
   },
   {
     name: "a session's events",

@@ -292,8 +292,8 @@ function registerCommandLog(
       const { SessionId } = request.params as { SessionId: string };
       const session = await sessions.findForTenant(tenantOf(request).tenantId, SessionId);
       if (!session) throw problems.notFound('session');
-      const { commands: items, totalCount } = await commands.list(session.session_id, page);
-      return { items, totalCount };
+      const { commands: items, ...meta } = await commands.list(session.session_id, page);
+      return { items, ...meta };
     },
   });
 }

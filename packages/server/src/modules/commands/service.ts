@@ -234,8 +234,8 @@ export class CommandsService {
   }
 
   async list(sessionId: string, page: PageRequest) {
-    const { rows, totalCount } = await store.listCommands(this.storage.db, sessionId, page);
-    return { commands: rows.map((r) => this.view(r)), totalCount };
+    const { rows, ...meta } = await store.listCommands(this.storage.db, sessionId, page);
+    return { commands: rows.map((r) => this.view(r)), ...meta };
   }
 
   /** Records the device's answer to a command and tells the modules that wait on it. */

@@ -1,9 +1,10 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { offsetOf, type PageRequest } from '../../http/pagination.ts';
+import type { PageRequest } from '../../http/pagination.ts';
 import {
   type CompiledStatement,
   type Database,
   type DialectName,
+  readPage,
   StatementFamily,
 } from '../../storage/index.ts';
 import type { CommandAnswersTable, CommandsTable } from '../../storage/schema.ts';
@@ -194,13 +195,16 @@ export async function expireCommands(db: Kysely<Database>, now: number, limit = 
   return expired;
 }
 
-export async function listCommands(db: Kysely<Database>, sessionId: string, page: PageRequest) {
+/** One page of a session's commands, newest first (command ids are UUIDv7: time-ordered). */
+export function listCommands(db: Kysely<Database>, sessionId: string, page: PageRequest) {
   const base = db.selectFrom('commands').where('session_id', '=', sessionId);
-  const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('command_id', 'desc').limit(page.pageSize).offset(offsetOf(page)).execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, totalCount: Number(count.n) };
+  return readPage(
+    db,
+    base,
+    (b) => b.selectAll(),
+    { column: 'command_id', direction: 'desc', id: null },
+    page,
+  );
 }
 
 // --- the queue quota, paged replay, cancel, first answers (CONTRACT §3, §14) -------------------------

@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
-import { offsetOf, type PageRequest } from '../../http/pagination.ts';
-import type { Database } from '../../storage/index.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+import { type Database, readPage } from '../../storage/index.ts';
 import type { CampaignsTable, ChallengesTable, ClaimsTable } from '../../storage/schema.ts';
 
 /** The rewards module's tables: `campaigns`, `challenges`, `claims`. Nothing else reads them. */
@@ -53,24 +53,15 @@ export async function findCampaignBySecret(db: Db, secretDigest: string) {
   return db.selectFrom('campaigns').selectAll().where('secret_digest', '=', secretDigest).executeTakeFirst();
 }
 
-export async function listCampaigns(db: Db, tenantId: string, page: PageRequest) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('campaigns')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .orderBy('campaign_id')
-      .limit(page.pageSize)
-      .offset(offsetOf(page))
-      .execute(),
-    db
-      .selectFrom('campaigns')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, totalCount: Number(count.n) };
+export function listCampaigns(db: Db, tenantId: string, page: PageRequest) {
+  const base = db.selectFrom('campaigns').where('tenant_id', '=', tenantId);
+  return readPage(
+    db,
+    base,
+    (b) => b.selectAll(),
+    { column: 'created_at', direction: 'asc', id: 'campaign_id' },
+    page,
+  );
 }
 
 /** Campaigns running at `now`: started (or without a start) and not yet ended. */
@@ -150,24 +141,10 @@ export async function rewardCodesTaken(db: Db, campaignId: string, codes: string
   return taken;
 }
 
-export async function listChallenges(db: Db, campaignId: string, page: PageRequest) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('challenges')
-      .select(CHALLENGE_COLUMNS)
-      .where('campaign_id', '=', campaignId)
-      .orderBy('created_at')
-      .orderBy('challenge_id')
-      .limit(page.pageSize)
-      .offset(offsetOf(page))
-      .execute(),
-    db
-      .selectFrom('challenges')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('campaign_id', '=', campaignId)
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { rows, totalCount: Number(count.n) };
+export function listChallenges(db: Db, campaignId: string, page: PageRequest) {
+  const base = db.selectFrom('challenges').where('campaign_id', '=', campaignId);
+  const order = { column: 'created_at', direction: 'asc', id: 'challenge_id' } as const;
+  return readPage(db, base, (b) => b.select(CHALLENGE_COLUMNS), order, page);
 }
 
 /** Every challenge of the given campaigns, in campaign order, then creation order. */

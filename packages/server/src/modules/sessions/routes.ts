@@ -190,8 +190,8 @@ function registerSessionLists(app: App, { sessions, clock }: SessionsPluginOptio
           tenantCohortId: TenantCohortId,
           activeSince: active ? clock.now() - (await activeMinutes(request, minutes)) * 60_000 : undefined,
         };
-        const { rows, totalCount } = await sessions.list(filter, page);
-        return { items: await sessions.views(rows), totalCount };
+        const { rows, ...meta } = await sessions.list(filter, page);
+        return { items: await sessions.views(rows), ...meta };
       },
     });
 

@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
 import { uuidv7 } from 'uuidv7';
-import { offsetOf, type PageRequest } from '../../http/pagination.ts';
-import type { Database } from '../../storage/index.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
@@ -133,22 +133,12 @@ export interface SessionFilter {
 }
 
 /** One page of sessions: active lists by lastSeenAt desc, cohort lists by startedAt desc; ties by id. */
-export async function listSessions(db: Kysely<Database>, filter: SessionFilter, page: PageRequest) {
+export function listSessions(db: Kysely<Database>, filter: SessionFilter, page: PageRequest) {
   let q = db.selectFrom('sessions').where('tenant_id', '=', filter.tenantId);
   if (filter.tenantCohortId !== undefined) q = q.where('tenant_cohort_id', '=', filter.tenantCohortId);
   if (filter.activeSince !== undefined) {
     q = q.where('status', '=', 'live').where('last_seen_at', '>=', filter.activeSince);
   }
-  const orderColumn = filter.activeSince !== undefined ? 'last_seen_at' : 'started_at';
-  const [rows, count] = await Promise.all([
-    q
-      .selectAll()
-      .orderBy(orderColumn, 'desc')
-      .orderBy('session_id')
-      .limit(page.pageSize)
-      .offset(offsetOf(page))
-      .execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, totalCount: Number(count.n) };
+  const column = filter.activeSince !== undefined ? 'last_seen_at' : 'started_at';
+  return readPage(db, q, (b) => b.selectAll(), { column, direction: 'desc', id: 'session_id' }, page);
 }

@@ -52,8 +52,8 @@ export function registerCampaignRoutes(root: FastifyInstance, rewards: Rewards, 
     params: m.pathParams,
     errors: [400, 401, 403, 404, 429],
     list: async (request, page) => {
-      const { rows, totalCount } = await rewards.campaigns.list(await m.tenantId(request), page);
-      return { items: rows.map(campaignView), totalCount };
+      const { rows, ...meta } = await rewards.campaigns.list(await m.tenantId(request), page);
+      return { items: rows.map(campaignView), ...meta };
     },
   });
 

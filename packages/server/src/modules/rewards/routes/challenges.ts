@@ -51,9 +51,9 @@ export function registerChallengeRoutes(root: FastifyInstance, rewards: Rewards,
     errors: [400, 401, 403, 404, 429],
     list: async (request, page) => {
       const campaign = await campaignOf(rewards, m, request);
-      const { rows, totalCount } = await rewards.challenges.list(campaign, page);
+      const { rows, ...meta } = await rewards.challenges.list(campaign, page);
       const urlBase = m.imageBase(request, campaign.tenant_id);
-      return { items: rows.map((r) => challengeView(r, urlBase)), totalCount };
+      return { items: rows.map((r) => challengeView(r, urlBase)), ...meta };
     },
   });
 
