@@ -18,6 +18,7 @@ export interface Database {
   stream_intervals: StreamIntervalsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_fanout: WebhookFanoutTable;
   webhook_attempts: WebhookAttemptsTable;
   campaigns: CampaignsTable;
   challenges: ChallengesTable;
@@ -160,8 +161,26 @@ export interface WebhookEndpointsTable {
   previous_secret_until: number | null;
   /** First failed attempt since the last success (null when the last attempt succeeded). */
   failing_since: number | null;
+  /** 1: `session.event` messages go out in batches (`session.events`, up to 100 per request); 0: one by one. */
+  batch: number;
   created_at: number;
   updated_at: number;
+}
+
+/**
+ * One ingestion group's `session.event` messages for one tenant, with the endpoints each goes to;
+ * the dispatcher expands it into deliveries and deletes it in one transaction (migration 011).
+ */
+export interface WebhookFanoutTable {
+  fanout_id: string;
+  tenant_id: string;
+  /** JSON `[[eventType, body], ...]`: each message's body exactly as it will be sent. */
+  messages: string;
+  /** JSON `[[webhookId, null | [index, ...]], ...]`: null sends every message to that endpoint. */
+  targets: string;
+  /** How many per-event deliveries it stands for (the outbox depth counts them). */
+  deliveries: number;
+  created_at: number;
 }
 
 export interface WebhookDeliveriesTable {

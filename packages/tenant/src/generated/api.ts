@@ -1513,6 +1513,8 @@ export interface components {
       tenantCohortId: string | null;
     };
     Webhook: {
+      /** @description `session.event` messages go out in batches (`session.events`). */
+      batch: boolean;
       /**
        * Format: int64
        * @description Unix milliseconds.
@@ -1563,7 +1565,7 @@ export interface components {
       eventType: string | null;
       lastError: string | null;
       nextAttemptAt: number | null;
-      /** @description The body sent: `{type, timestamp, data}`. */
+      /** @description The body sent: `{type, timestamp, data}`; for a batch (`session.events`), `data.events` holds the `session.event` messages. */
       payload: unknown;
       /** @enum {string} */
       status: 'pending' | 'delivered' | 'failed';
@@ -4686,6 +4688,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description `true`: `session.event` messages are sent in batches, up to 100 per request, as one `session.events` message `{type, timestamp, data: {events: [message, ...]}}` (one `webhook-id`, signed and retried as one). Other message types are sent one by one. Default `false`. */
+          batch?: boolean;
           description?: string | null;
           eventTypes?:
             | (
@@ -4719,6 +4723,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description `session.event` messages go out in batches (`session.events`). */
+            batch: boolean;
             /**
              * Format: int64
              * @description Unix milliseconds.
@@ -4985,6 +4991,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description `true`: `session.event` messages are sent in batches, up to 100 per request, as one `session.events` message `{type, timestamp, data: {events: [message, ...]}}` (one `webhook-id`, signed and retried as one). Other message types are sent one by one. Default `false`. */
+          batch?: boolean;
           description?: string | null;
           /** @description `true` re-enables an endpoint, also one the server disabled. */
           enabled?: boolean;
@@ -5505,6 +5513,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description `session.event` messages go out in batches (`session.events`). */
+            batch: boolean;
             /**
              * Format: int64
              * @description Unix milliseconds.
@@ -13017,6 +13027,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description `true`: `session.event` messages are sent in batches, up to 100 per request, as one `session.events` message `{type, timestamp, data: {events: [message, ...]}}` (one `webhook-id`, signed and retried as one). Other message types are sent one by one. Default `false`. */
+          batch?: boolean;
           description?: string | null;
           eventTypes?:
             | (
@@ -13053,6 +13065,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description `session.event` messages go out in batches (`session.events`). */
+            batch: boolean;
             /**
              * Format: int64
              * @description Unix milliseconds.
@@ -13349,6 +13363,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description `true`: `session.event` messages are sent in batches, up to 100 per request, as one `session.events` message `{type, timestamp, data: {events: [message, ...]}}` (one `webhook-id`, signed and retried as one). Other message types are sent one by one. Default `false`. */
+          batch?: boolean;
           description?: string | null;
           /** @description `true` re-enables an endpoint, also one the server disabled. */
           enabled?: boolean;
@@ -13937,6 +13953,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description `session.event` messages go out in batches (`session.events`). */
+            batch: boolean;
             /**
              * Format: int64
              * @description Unix milliseconds.

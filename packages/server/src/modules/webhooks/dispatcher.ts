@@ -6,6 +6,7 @@ import type { Clock } from '../../clock.ts';
 import type { WebhookConfig } from '../../config.ts';
 import type { Worker } from '../../jobs.ts';
 import type { Database, Storage } from '../../storage/index.ts';
+import { expandFanout } from './fanout.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import { afterFailure } from './schedule.ts';
 import type { AttemptOutcome, WebhookSender } from './sender.ts';
@@ -180,6 +181,12 @@ export class Dispatcher implements Worker {
       this.again = false;
       try {
         found += await this.claim();
+        // Fan-out rows become deliveries while there is room for them: with a backlog of due
+        // deliveries, the events wait in their fan-out rows (one row per group, not one per event).
+        if (!this.backlog && !this.stopped) {
+          const expanded = await this.expand();
+          if (expanded.written > 0 || expanded.more) this.again = true;
+        }
       } catch (err) {
         if (!this.stopped) this.logger.error({ err }, 'webhook dispatch failed');
         return;
@@ -193,6 +200,11 @@ export class Dispatcher implements Worker {
       }, EXPECT_RETRY_MS);
       this.retryTimer.unref();
     }
+  }
+
+  /** Expands the oldest fan-out rows into deliveries (`fanout.ts`), in one transaction. */
+  private expand() {
+    return this.storage.db.transaction().execute((trx) => expandFanout(this.storage, trx, this.clock.now()));
   }
 
   /** Claims what the free places allow, queues it per endpoint and starts sending. Returns how many. */

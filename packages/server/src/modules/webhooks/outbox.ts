@@ -3,9 +3,10 @@ import { uuidv7 } from 'uuidv7';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import { type EndpointCache, type EndpointFilter, matches } from './endpoint-cache.ts';
-import { insertDeliveries } from './store.ts';
+import { type FanoutRow, insertDeliveries, insertFanout } from './store.ts';
 
-export type MessageType = OutboxType | 'webhook.test';
+/** `session.events`: a batch of `session.event` messages, for endpoints with `batch: true`. */
+export type MessageType = OutboxType | 'webhook.test' | 'session.events';
 
 /** The body of a message, exactly as sent and signed: `{type, timestamp (ISO 8601), data}`. */
 export function messageBody(type: MessageType, occurredAtIso: string, dataJson: string): string {
@@ -22,6 +23,13 @@ export function deliveryValues(
   now: number,
 ): unknown[] {
   return [uuidv7(), webhookId, tenantId, type, eventType, payload, 'pending', 0, now, now];
+}
+
+/** One tenant's share of an ingestion group: its messages, and which of them each endpoint takes. */
+interface TenantFanout {
+  messages: [eventType: string, body: string][];
+  /** `all` while the endpoint took every message so far. */
+  targets: { filter: EndpointFilter; all: boolean; indexes: number[] }[];
 }
 
 const wantsEvents = (e: EndpointFilter) => e.types === null || e.types.has('session.event');
@@ -116,7 +124,9 @@ export class WebhookOutbox implements Outbox {
   /**
    * The ingestion side of the outbox, called in the transaction that stores the events: a
    * `session.event` for every stored event whose tenant has a matching endpoint, its data the event
-   * as stored plus the session's `tenantCohortId`.
+   * as stored plus the session's `tenantCohortId`. Written as one fan-out row per tenant of the
+   * group (the messages, and the endpoints each goes to), not a delivery row per event and endpoint:
+   * the dispatcher expands it into deliveries in a transaction of its own (`fanout.ts`).
    */
   async recordStoredEvents(trx: Kysely<Database>, events: readonly StoredEvent[]): Promise<void> {
     if (events.length === 0) return;
@@ -127,10 +137,24 @@ export class WebhookOutbox implements Outbox {
     if (wanted.size === 0) return;
     const now = this.now();
     const iso = new Map<number, string>();
-    const values: unknown[][] = [];
+    const perTenant = new Map<string, TenantFanout>();
     for (const e of events) {
-      const targets = (wanted.get(e.tenantId) ?? []).filter((t) => matches(t, 'session.event', e.eventType));
-      if (targets.length === 0) continue;
+      const endpoints = wanted.get(e.tenantId);
+      if (endpoints === undefined) continue;
+      let fan = perTenant.get(e.tenantId);
+      if (fan === undefined) {
+        fan = { messages: [], targets: endpoints.map((t) => ({ filter: t, all: true, indexes: [] })) };
+        perTenant.set(e.tenantId, fan);
+      }
+      const index = fan.messages.length;
+      let taken = false;
+      for (const t of fan.targets) {
+        if (matches(t.filter, 'session.event', e.eventType)) {
+          t.indexes.push(index);
+          taken = true;
+        } else t.all = false;
+      }
+      if (!taken) continue;
       let at = iso.get(e.receivedAt);
       if (at === undefined) {
         at = new Date(e.receivedAt).toISOString();
@@ -138,12 +162,25 @@ export class WebhookOutbox implements Outbox {
       }
       // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise.
       const data = `${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}`;
-      const payload = messageBody('session.event', at, data);
-      for (const t of targets) {
-        values.push(deliveryValues(t.webhookId, e.tenantId, 'session.event', e.eventType, payload, now));
-      }
+      fan.messages.push([e.eventType, messageBody('session.event', at, data)]);
     }
-    await this.write(trx, values);
+    const rows: FanoutRow[] = [];
+    for (const [tenantId, fan] of perTenant) {
+      const targets = fan.targets.filter((t) => t.indexes.length > 0);
+      if (targets.length === 0) continue;
+      rows.push({
+        fanout_id: uuidv7(),
+        tenant_id: tenantId,
+        messages: JSON.stringify(fan.messages),
+        // Most endpoints take every event: `null` says so without listing them.
+        targets: JSON.stringify(targets.map((t) => [t.filter.webhookId, t.all ? null : t.indexes])),
+        deliveries: targets.reduce((n, t) => n + t.indexes.length, 0),
+        created_at: now,
+      });
+    }
+    if (rows.length === 0) return;
+    await insertFanout(trx, rows);
+    this.onEnqueued();
   }
 
   /** A `webhook.test` message for one endpoint, whatever its filters. */

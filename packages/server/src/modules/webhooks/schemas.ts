@@ -33,12 +33,18 @@ const Types = Type.Union([
   Type.Null(),
 ]);
 
+const Batch = Type.Boolean({
+  description:
+    '`true`: `session.event` messages are sent in batches, up to 100 per request, as one `session.events` message `{type, timestamp, data: {events: [message, ...]}}` (one `webhook-id`, signed and retried as one). Other message types are sent one by one. Default `false`.',
+});
+
 export const CreateWebhookBody = Type.Object(
   {
     url: Url,
     description: Type.Optional(Description),
     eventTypes: Type.Optional(EventTypes),
     types: Type.Optional(Types),
+    batch: Type.Optional(Batch),
   },
   { additionalProperties: false },
 );
@@ -49,6 +55,7 @@ export const UpdateWebhookBody = Type.Object(
     description: Type.Optional(Description),
     eventTypes: Type.Optional(EventTypes),
     types: Type.Optional(Types),
+    batch: Type.Optional(Batch),
     enabled: Type.Optional(
       Type.Boolean({ description: '`true` re-enables an endpoint, also one the server disabled.' }),
     ),
@@ -65,6 +72,7 @@ const webhookFields = {
   description: Description,
   eventTypes: Nullable(Type.Array(TypeName, { maxItems: EVENT_TYPES.length })),
   types: Nullable(Type.Array(TypeName, { maxItems: MESSAGE_TYPES.length })),
+  batch: Type.Boolean({ description: '`session.event` messages go out in batches (`session.events`).' }),
   enabled: Type.Boolean(),
   disabledReason: Type.Union([
     StringEnum(['manual', 'failing'], {
@@ -119,7 +127,10 @@ export const DeliverySchema = Type.Object(
     nextAttemptAt: Nullable(Timestamp()),
     completedAt: Nullable(Timestamp()),
     lastError: ErrorText,
-    payload: Type.Unknown({ description: 'The body sent: `{type, timestamp, data}`.' }),
+    payload: Type.Unknown({
+      description:
+        'The body sent: `{type, timestamp, data}`; for a batch (`session.events`), `data.events` holds the `session.event` messages.',
+    }),
     attempts: Type.Array(AttemptSchema, {
       description: 'Every attempt, oldest first: the schedule’s, and one more for each retry asked for.',
     }),

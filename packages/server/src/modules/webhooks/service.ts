@@ -31,6 +31,8 @@ export interface WebhookInput {
   description?: string | null;
   eventTypes?: string[] | null;
   types?: string[] | null;
+  /** `session.event` messages in batches of up to 100 per request (`session.events`). */
+  batch?: boolean;
 }
 
 export interface WebhookPatch extends Partial<WebhookInput> {
@@ -47,6 +49,7 @@ function view(row: store.EndpointRow) {
     description: row.description,
     eventTypes: parse(row.event_types),
     types: parse(row.types),
+    batch: row.batch === 1,
     enabled: row.enabled === 1,
     disabledReason: row.disabled_reason as 'manual' | 'failing' | null,
     createdAt: row.created_at,
@@ -258,6 +261,7 @@ export class WebhooksService {
       previous_secret: null,
       previous_secret_until: null,
       failing_since: null,
+      batch: input.batch === true ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
@@ -294,6 +298,7 @@ export class WebhooksService {
     if (patch.description !== undefined) changes.description = patch.description;
     if (patch.eventTypes !== undefined) changes.event_types = json(patch.eventTypes);
     if (patch.types !== undefined) changes.types = json(patch.types);
+    if (patch.batch !== undefined) changes.batch = patch.batch ? 1 : 0;
     if (patch.enabled === true && current.enabled !== 1) {
       Object.assign(changes, { enabled: 1, disabled_reason: null, failing_since: null });
     }

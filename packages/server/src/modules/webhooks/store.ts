@@ -4,6 +4,7 @@ import type {
   WebhookAttemptsTable,
   WebhookDeliveriesTable,
   WebhookEndpointsTable,
+  WebhookFanoutTable,
 } from '../../storage/schema.ts';
 import type { BulkTable } from '../../storage/storage.ts';
 
@@ -12,6 +13,7 @@ import type { BulkTable } from '../../storage/storage.ts';
 export type EndpointRow = WebhookEndpointsTable;
 export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
+export type FanoutRow = WebhookFanoutTable;
 
 type Db = Kysely<Database>;
 
@@ -120,6 +122,45 @@ export async function insertDeliveries(storage: Storage, trx: Db, values: unknow
   const perChunk = Math.max(1, Math.floor(storage.maxBindParameters / DELIVERIES_TABLE.columns.length));
   for (let i = 0; i < values.length; i += perChunk) {
     await storage.bulk.insertIgnoringConflicts(trx, DELIVERIES_TABLE, values.slice(i, i + perChunk));
+  }
+}
+
+/** Fan-out rows (one per ingestion group and tenant), written in the ingestion transaction. */
+export async function insertFanout(db: Db, rows: FanoutRow[]) {
+  if (rows.length === 0) return;
+  await db.insertInto('webhook_fanout').values(rows).execute();
+}
+
+/**
+ * Takes the oldest fan-out rows out of the table, for the caller's transaction to expand: they are
+ * deleted here and come back if it rolls back. The delete comes first, so on SQLite the transaction
+ * writes from its first statement (no lock upgrade between processes); on PostgreSQL rows another
+ * process is expanding are passed over.
+ */
+export async function takeFanout(trx: Db, options: { limit: number; lock: boolean }) {
+  const rows = await trx
+    .deleteFrom('webhook_fanout')
+    .where('fanout_id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_fanout')
+        .select('fanout_id')
+        .orderBy('fanout_id')
+        .limit(options.limit)
+        .$if(options.lock, (qb) => qb.forUpdate().skipLocked()),
+    )
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => (a.fanout_id < b.fanout_id ? -1 : a.fanout_id > b.fanout_id ? 1 : 0));
+}
+
+/** Deliveries that are finished the moment they are written (their endpoint was disabled meanwhile). */
+export async function insertFailedDeliveries(db: Db, rows: DeliveryRow[]) {
+  const perChunk = 500;
+  for (let i = 0; i < rows.length; i += perChunk) {
+    await db
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + perChunk))
+      .execute();
   }
 }
 
@@ -351,14 +392,27 @@ export async function requeue(
   return Number(result.numUpdatedRows);
 }
 
-/** Outbox depth and the creation time of the oldest pending delivery. */
+/**
+ * Outbox depth and the creation time of the oldest pending delivery; fan-out rows not expanded yet
+ * count with the deliveries they stand for.
+ */
 export async function outboxStats(db: Db) {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => [eb.fn.countAll<number>().as('depth'), eb.fn.min('created_at').as('oldest')])
-    .where('status', '=', 'pending')
-    .executeTakeFirstOrThrow();
-  return { depth: Number(row.depth), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+  const [row, fan] = await Promise.all([
+    db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => [eb.fn.countAll<number>().as('depth'), eb.fn.min('created_at').as('oldest')])
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('webhook_fanout')
+      .select((eb) => [eb.fn.sum<number>('deliveries').as('depth'), eb.fn.min('created_at').as('oldest')])
+      .executeTakeFirstOrThrow(),
+  ]);
+  const oldest = [row.oldest, fan.oldest].filter((v) => v !== null).map(Number);
+  return {
+    depth: Number(row.depth) + Number(fan.depth ?? 0),
+    oldestCreatedAt: oldest.length === 0 ? null : Math.min(...oldest),
+  };
 }
 
 /**
