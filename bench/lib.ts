@@ -10,6 +10,8 @@ export interface BenchServer {
   url: string;
   adminToken: string;
   child: ChildProcess;
+  dataDir: string;
+  schema: string | null;
   stop(): Promise<void>;
 }
 
@@ -51,6 +53,9 @@ export async function startBenchServer(backend: 'sqlite' | 'postgres', env: Reco
     url,
     adminToken,
     child,
+    /** The server's store, for a benchmark that seeds it directly: its data dir, its PostgreSQL schema. */
+    dataDir,
+    schema: backend === 'postgres' ? schema : null,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -110,6 +110,8 @@ export interface SessionsView {
   page: number;
   totalPages: number;
   totalCount: number;
+  /** False when the server stopped counting (`totalCount` is then a floor, e.g. 10,000). */
+  totalCountExact: boolean;
   /** The latest Health event of each listed session (by sessionId), when it sent one. */
   health: Record<string, Health>;
   at: number;
@@ -183,9 +185,11 @@ export function activeSessionsFeed(api: Api, q: SessionsQuery): Feed<SessionsVie
         );
     return {
       sessions: page.sessions,
-      page: page.page,
+      // Read by page number, never by cursor: the page is the one asked for.
+      page: page.page ?? q.page,
       totalPages: page.totalPages,
       totalCount: page.totalCount,
+      totalCountExact: page.totalCountExact,
       health: await health.refresh(api, page.sessions),
       at: Date.now(),
     };

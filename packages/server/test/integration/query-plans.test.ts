@@ -282,11 +282,8 @@ const cases: ListCase[] = [
     run: (db) => events.queryEvents(db, 's0', { from: T0 + 100, to: T0 + 10_000, limit: 1000 }),
     expect: [{ table: 'events', index: 'events_session_time', equal: ['session_id'] }],
   },
-  // The cursor `(timestamp > ? or (timestamp = ? and event_id > ?))` is not part of the index seek
-  // on either store (SQLite: `SEARCH events USING INDEX events_session_time (session_id=?)`): the page
-  // is read in index order without a sort, but from the session's first event on, skipping what lies
-  // before the cursor. A row-value comparison `(timestamp, event_id) > (?, ?)` would seek; the query's
-  // shape is the events module's (storage/README.md, List indexes).
+  // The cursor: `timestamp >= ?` bounds the range at the cursor (the rest of the condition skips the
+  // events of that millisecond already seen), so a page costs its size, not the events before it.
   {
     name: "a session's events after a cursor",
     run: (db) => events.queryEvents(db, 's0', { after: { timestamp: T0 + 5_000, id: 'e5000' }, limit: 1000 }),

@@ -60,8 +60,8 @@ function connect(url: string, sessionId: string, token: string, onMessage: (m: J
 
 /**
  * A device socket that completes the upgrade, reads its `welcome`, then reads nothing more (nor answers
- * anything). `rest()` resumes reading and resolves with what arrived meanwhile, once the server ended
- * the connection.
+ * anything). `rest()` resumes reading and resolves with every frame the server sent (the welcome
+ * first), once the server ended the connection.
  */
 function frozen(url: string, sessionId: string, token: string) {
   const { hostname, port } = new URL(url);
@@ -93,10 +93,13 @@ function frozen(url: string, sessionId: string, token: string) {
       if (!text.includes('"type":"welcome"')) return;
       socket.off('data', onData);
       socket.pause();
+      // Every frame from the first on (the welcome and whatever came with it in the same read), so
+      // that the frames are parsed from a frame boundary.
+      const frames = received.subarray(text.indexOf('\r\n\r\n') + 4);
       resolve({
         socket,
         rest: async () => {
-          let after = Buffer.alloc(0);
+          let after = frames;
           socket.on('data', (d: Buffer) => {
             after = Buffer.concat([after, d]);
           });

@@ -81,7 +81,7 @@ function LiveSessions({ api }: Pick<PageProps, 'api'>) {
       <ErrorAlert error={error} />
       <p class="caption-note" aria-live="polite">
         {data
-          ? `${data.totalCount} ${data.totalCount === 1 ? 'session' : 'sessions'} active within ${span}${
+          ? `${data.totalCount}${data.totalCountExact ? '' : '+'} ${data.totalCount === 1 ? 'session' : 'sessions'} active within ${span}${
               query.cohort ? ` in cohort ${query.cohort}` : ''
             }; updated every 1.5 s.`
           : 'Loading…'}

@@ -191,8 +191,14 @@ export class EventsService {
   }
 
   /** A session's stored event bodies (JSON text), ordered by timestamp then id, page by page. */
-  sessionEventBodies(sessionId: string) {
-    return store.sessionEventBodies(this.storage.db, sessionId);
+  /** A session's events as stored JSON text, a page (up to 2,000) at a time, in order. */
+  sessionEventPages(sessionId: string) {
+    return store.sessionEventPages(this.storage.db, sessionId);
+  }
+
+  /** A session's events as stored JSON text, one at a time, in order. */
+  async *sessionEventBodies(sessionId: string) {
+    for await (const page of this.sessionEventPages(sessionId)) yield* page;
   }
 
   /** One page of a session's events, filtered; `after` is a cursor from the previous page. */

@@ -41,25 +41,30 @@ export async function queryEvents(db: Kysely<Database>, sessionId: string, q: Ev
   if (q.to !== undefined) query = query.where('timestamp', '<', q.to);
   const after = q.after;
   if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('timestamp', '>', after.timestamp),
-        eb.and([eb('timestamp', '=', after.timestamp), eb('event_id', '>', after.id)]),
-      ]),
-    );
+    // `timestamp >= t` alone bounds the index range at the cursor (the page costs its size, not the
+    // events before it); the rest skips the events of that millisecond already seen.
+    query = query
+      .where('timestamp', '>=', after.timestamp)
+      .where((eb) =>
+        eb.or([
+          eb('timestamp', '>', after.timestamp),
+          eb.and([eb('timestamp', '=', after.timestamp), eb('event_id', '>', after.id)]),
+        ]),
+      );
   }
   return query.orderBy('timestamp').orderBy('event_id').limit(q.limit).execute();
 }
 
 /**
- * Every event of a session as stored JSON text, fetched in pages so that a session with millions
- * of events is streamed to the client without being held in memory.
+ * Every event of a session as stored JSON text, page by page (each page one read of the index from
+ * the cursor on), so that a session with millions of events is streamed to the client without being
+ * held in memory, and written a page at a time rather than an event at a time.
  */
-export async function* sessionEventBodies(db: Kysely<Database>, sessionId: string, pageSize = 1000) {
+export async function* sessionEventPages(db: Kysely<Database>, sessionId: string, pageSize = 2000) {
   let after: EventCursor | undefined;
   for (;;) {
     const rows = await queryEvents(db, sessionId, { after, limit: pageSize });
-    for (const r of rows) yield r.body;
+    if (rows.length > 0) yield rows.map((r) => r.body);
     if (rows.length < pageSize) return;
     const last = rows[rows.length - 1];
     after = { timestamp: last.timestamp, id: last.event_id };

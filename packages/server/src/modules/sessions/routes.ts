@@ -35,7 +35,7 @@ async function activeMinutes(request: FastifyRequest, fromQuery: number | undefi
 export interface SessionsPluginOptions {
   sessions: SessionsService;
   /** A session's events, for `GET /sessions/{id}`. */
-  events: Pick<EventsService, 'sessionEventBodies'>;
+  events: Pick<EventsService, 'sessionEventPages'>;
   clock: Clock;
   publicUrl: string | null;
   heartbeatIntervalMs: number;
@@ -147,13 +147,13 @@ function registerSessionRead(root: App, { sessions, events }: SessionsPluginOpti
       const row = await sessions.findForTenant(tenantOf(request).tenantId, request.params.SessionId);
       if (!row) throw problems.notFound('session');
       const head = JSON.stringify(await sessions.view(row));
-      // Streamed: the session, then its events page by page, never one giant string.
+      // Streamed: the session, then its events a page (one chunk) at a time, never one giant string.
       async function* body() {
         yield `${head.slice(0, -1)},"events":[`;
-        let first = true;
-        for await (const event of events.sessionEventBodies(row!.session_id)) {
-          yield first ? event : `,${event}`;
-          first = false;
+        let separator = '';
+        for await (const page of events.sessionEventPages(row!.session_id)) {
+          yield separator + page.join(',');
+          separator = ',';
         }
         yield ']}';
       }
