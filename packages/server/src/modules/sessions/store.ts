@@ -14,8 +14,8 @@ export interface NewSession {
   now: number;
 }
 
-export async function insertSession(db: Kysely<Database>, input: NewSession): Promise<SessionRow> {
-  const row: SessionRow = {
+export function sessionRow(input: NewSession): SessionRow {
+  return {
     session_id: uuidv7(),
     tenant_id: input.tenantId,
     player_id: input.playerId,
@@ -27,8 +27,18 @@ export async function insertSession(db: Kysely<Database>, input: NewSession): Pr
     ended_at: null,
     end_reason: null,
   };
+}
+
+export async function insertSession(db: Kysely<Database>, input: NewSession): Promise<SessionRow> {
+  const row = sessionRow(input);
   await db.insertInto('sessions').values(row).execute();
   return row;
+}
+
+/** Inserts new sessions in one statement (the group commit of session starts). */
+export async function insertSessions(db: Kysely<Database>, rows: SessionRow[]): Promise<SessionRow[]> {
+  await db.insertInto('sessions').values(rows).execute();
+  return rows;
 }
 
 export function findSession(db: Kysely<Database>, tenantId: string, sessionId: string) {
