@@ -1,5 +1,9 @@
 // Event ingestion throughput: C concurrent devices, each posting batches of B events to its own
-// session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable) and latency.
+// session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable) and latency,
+// once per number of webhook endpoints taking every event (BENCH_ENDPOINTS, default 0, 1 and 5, each
+// on a fresh server, with its ratio to the 0-endpoint figure of the same run). Then the dispatcher:
+// ingest → receipt latency under a paced load, and deliveries/s draining a backlog, to a local
+// receiver, for per-event and batch endpoints.
 import http from 'node:http';
 import { call, createTenant } from '../packages/server/test/helpers/api.ts';
 import { percentile, startBenchServer } from './lib.ts';
@@ -8,34 +12,69 @@ const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres'
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const batchSize = Number(process.env.BENCH_BATCH ?? 1000);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-/** BENCH_WEBHOOK=1: the tenant has one endpoint taking every event (an outbox row per event). */
-const withWebhook = process.env.BENCH_WEBHOOK === '1';
+/** Endpoint counts to run ingestion with; BENCH_WEBHOOK=1 (the older knob) means "1". */
+const endpointCounts = (process.env.BENCH_ENDPOINTS ?? (process.env.BENCH_WEBHOOK === '1' ? '1' : '0,1,5'))
+  .split(',')
+  .filter((s) => s.trim() !== '')
+  .map(Number);
+/** Dispatcher figures: `single` (one delivery per event), `batch` (`batch: true`); empty to skip. */
+const dispatchModes = (process.env.BENCH_DISPATCH ?? 'single,batch').split(',').filter((s) => s !== '');
+/** The paced load of the latency phase (events/s, in batches of 20 from 5 devices), and its length. */
+const dispatchRate = Number(process.env.BENCH_DISPATCH_RATE ?? 1000);
+const dispatchSeconds = Number(process.env.BENCH_DISPATCH_SECONDS ?? 5);
+/** Events ingested at once for the throughput phase; the drain is given BENCH_DRAIN_SECONDS at most. */
+const backlogEvents = Number(process.env.BENCH_BACKLOG ?? 20_000);
+const drainSeconds = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
 
-const server = await startBenchServer(backend, withWebhook ? { LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true' } : {});
-const receiver = http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(204).end());
-});
-try {
-  const base = server.url;
-  const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
-  if (withWebhook) {
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const address = receiver.address();
-    const port = typeof address === 'object' && address ? address.port : 0;
-    const hook = await call(base, 'POST', '/webhooks', { token, json: { url: `http://127.0.0.1:${port}/` } });
-    if (hook.status !== 201) throw new Error(`webhook registration failed: ${hook.text}`);
-  }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const devices = await Promise.all(
-    Array.from({ length: concurrency }, async (_, i) => {
-      const dt = await call(base, 'POST', '/client-tokens', { token, json: { playerId: `bench-${i}` } });
-      const s = await call(base, 'POST', '/client/v1/sessions', { token: String(dt.body.token), json: {} });
-      return { token: String(dt.body.token), sessionId: String(s.body.sessionId) };
-    }),
-  );
+const WEBHOOK_ENV = { LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true', LIVELINE_WEBHOOK_POLL_MS: '100' };
 
-  const post = (path: string, tok: string, body: string) =>
+/**
+ * A local receiver answering 204 at once. It notes each request and each event in it (the event
+ * ids of a `session.event` or a `session.events` batch) with the time it arrived.
+ */
+async function startReceiver() {
+  let requests = 0;
+  const events = new Map<string, number>();
+  let parse = false;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      requests++;
+      res.writeHead(204).end();
+      if (!parse) return;
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        type: string;
+        data: { id?: string; events?: { data: { id: string } }[] };
+      };
+      const ids = body.type === 'session.events' ? body.data.events!.map((e) => e.data.id) : [body.data.id!];
+      for (const id of ids) if (!events.has(id)) events.set(id, at);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    get requests() {
+      return requests;
+    },
+    events,
+    /** Read event ids from bodies (the dispatcher phases); the ingestion flood only counts requests. */
+    track(on: boolean) {
+      parse = on;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function poster(base: string, agent: http.Agent) {
+  return (path: string, tok: string, body: string) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = http.request(
         `${base}${path}`,
@@ -59,48 +98,198 @@ try {
       req.on('error', reject);
       req.end(body);
     });
+}
 
-  const latencies: number[] = [];
-  let accepted = 0;
-  let seq = 0;
-  const start = performance.now();
-  const deadline = start + seconds * 1000;
-  // Bodies are built as text: the load generator shares two cores with the server, so it must be cheap.
-  const fields = '"eventType":"Health","fps":72,"cpuUsage":33.3,"batteryLevel":81,"memoryUsage":1800';
-  const body = (now: number) => {
-    const parts = new Array<string>(batchSize);
-    for (let i = 0; i < batchSize; i++) parts[i] = `{"id":"e${seq++}","timestamp":${now},${fields}}`;
-    return `{"events":[${parts.join(',')}]}`;
-  };
-  await Promise.all(
-    devices.map(async (d) => {
-      while (performance.now() < deadline) {
-        const text = body(Date.now());
-        const t0 = performance.now();
-        const res = await post(`/sessions/${d.sessionId}/Events`, d.token, text);
-        latencies.push(performance.now() - t0);
-        if (res.status !== 200) throw new Error(`ingest failed: ${res.status} ${res.text.slice(0, 300)}`);
-        accepted += (JSON.parse(res.text) as { accepted: number }).accepted;
-      }
+async function setup(
+  endpoints: number,
+  options: { batch?: boolean; devices: number; receiver: Awaited<ReturnType<typeof startReceiver>> },
+) {
+  const server = await startBenchServer(backend, endpoints > 0 ? WEBHOOK_ENV : {});
+  const base = server.url;
+  const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
+  for (let i = 0; i < endpoints; i++) {
+    const hook = await call(base, 'POST', '/webhooks', {
+      token,
+      json: { url: `${options.receiver.url}?e=${i}`, batch: options.batch === true },
+    });
+    if (hook.status !== 201) throw new Error(`webhook registration failed: ${hook.text}`);
+  }
+  const devices = await Promise.all(
+    Array.from({ length: options.devices }, async (_, i) => {
+      const dt = await call(base, 'POST', '/client-tokens', { token, json: { playerId: `bench-${i}` } });
+      const s = await call(base, 'POST', '/client/v1/sessions', { token: String(dt.body.token), json: {} });
+      return { token: String(dt.body.token), sessionId: String(s.body.sessionId) };
     }),
   );
-  const elapsed = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  const result = {
-    benchmark: 'ingest',
-    backend,
-    webhook: withWebhook,
-    concurrency,
-    batchSize,
-    seconds: Number(elapsed.toFixed(1)),
-    events: accepted,
-    eventsPerSecond: Math.round(accepted / elapsed),
-    requestP50Ms: Number(percentile(latencies, 50).toFixed(1)),
-    requestP99Ms: Number(percentile(latencies, 99).toFixed(1)),
-  };
-  console.log(JSON.stringify(result));
-  agent.destroy();
-} finally {
-  receiver.close();
-  await server.stop();
+  return { server, base, devices };
 }
+
+// Bodies are built as text: the load generator shares two cores with the server, so it must be cheap.
+const FIELDS = '"eventType":"Health","fps":72,"cpuUsage":33.3,"batteryLevel":81,"memoryUsage":1800';
+let seq = 0;
+function batchBody(n: number, now: number, ids?: string[]) {
+  const parts = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const id = `e${seq++}`;
+    ids?.push(id);
+    parts[i] = `{"id":"${id}","timestamp":${now},${FIELDS}}`;
+  }
+  return `{"events":[${parts.join(',')}]}`;
+}
+
+/** Ingestion at saturation with `endpoints` endpoints taking every event. */
+async function ingestion(endpoints: number) {
+  const receiver = await startReceiver();
+  const { server, base, devices } = await setup(endpoints, { devices: concurrency, receiver });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const post = poster(base, agent);
+  try {
+    const latencies: number[] = [];
+    let accepted = 0;
+    const start = performance.now();
+    const deadline = start + seconds * 1000;
+    await Promise.all(
+      devices.map(async (d) => {
+        while (performance.now() < deadline) {
+          const text = batchBody(batchSize, Date.now());
+          const t0 = performance.now();
+          const res = await post(`/sessions/${d.sessionId}/Events`, d.token, text);
+          latencies.push(performance.now() - t0);
+          if (res.status !== 200) throw new Error(`ingest failed: ${res.status} ${res.text.slice(0, 300)}`);
+          accepted += (JSON.parse(res.text) as { accepted: number }).accepted;
+        }
+      }),
+    );
+    const elapsed = (performance.now() - start) / 1000;
+    latencies.sort((a, b) => a - b);
+    return {
+      benchmark: 'ingest',
+      backend,
+      endpoints,
+      concurrency,
+      batchSize,
+      seconds: Number(elapsed.toFixed(1)),
+      events: accepted,
+      eventsPerSecond: Math.round(accepted / elapsed),
+      requestP50Ms: Number(percentile(latencies, 50).toFixed(1)),
+      requestP99Ms: Number(percentile(latencies, 99).toFixed(1)),
+      /** Webhook requests the receiver got while ingestion ran (deliveries share the store with it). */
+      deliveriesDuringFlood: receiver.requests,
+    };
+  } finally {
+    agent.destroy();
+    await server.stop();
+    await receiver.close();
+  }
+}
+
+/**
+ * The dispatcher against a local receiver, one endpoint taking every event (`batch` or not):
+ * 1. latency: 5 devices post 20-event batches at `dispatchRate` events/s in all; per event, the time
+ *    from its request's start to its receipt (p50, p99), with the receipt rate;
+ * 2. throughput: `backlogEvents` events ingested as fast as they go, then the time until the last
+ *    one is received: events delivered per second, and webhook requests per second.
+ */
+async function dispatch(mode: string) {
+  const batch = mode === 'batch';
+  const receiver = await startReceiver();
+  receiver.track(true);
+  const devicesN = 5;
+  const { server, base, devices } = await setup(1, { batch, devices: devicesN, receiver });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: devicesN });
+  const post = poster(base, agent);
+  try {
+    // 1. Paced load.
+    const sentAt = new Map<string, number>();
+    const perRequest = 20;
+    const intervalMs = (1000 * perRequest * devicesN) / dispatchRate;
+    const deadline = performance.now() + dispatchSeconds * 1000;
+    await Promise.all(
+      devices.map(async (d, i) => {
+        let next = performance.now() + (intervalMs * i) / devicesN;
+        while (next < deadline) {
+          const wait = next - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          const ids: string[] = [];
+          const text = batchBody(perRequest, Date.now(), ids);
+          const t0 = performance.now();
+          for (const id of ids) sentAt.set(id, t0);
+          const res = await post(`/sessions/${d.sessionId}/Events`, d.token, text);
+          if (res.status !== 200) throw new Error(`ingest failed: ${res.status} ${res.text.slice(0, 300)}`);
+          next += intervalMs;
+        }
+      }),
+    );
+    const until = performance.now() + 10_000;
+    while (receiver.events.size < sentAt.size && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const lat: number[] = [];
+    for (const [id, t0] of sentAt) {
+      const at = receiver.events.get(id);
+      if (at !== undefined) lat.push(at - t0);
+    }
+    lat.sort((a, b) => a - b);
+    const paced = {
+      events: sentAt.size,
+      received: lat.length,
+      ingestToReceiptP50Ms: Number(percentile(lat, 50).toFixed(1)),
+      ingestToReceiptP99Ms: Number(percentile(lat, 99).toFixed(1)),
+      ingestToReceiptMaxMs: Number((lat[lat.length - 1] ?? Number.NaN).toFixed(1)),
+    };
+
+    // 2. A backlog, drained.
+    receiver.events.clear();
+    const requestsBefore = receiver.requests;
+    const backlogIds: string[] = [];
+    const perDevice = Math.ceil(backlogEvents / devicesN / 1000);
+    const t0 = performance.now();
+    await Promise.all(
+      devices.map(async (d) => {
+        for (let i = 0; i < perDevice; i++) {
+          const res = await post(
+            `/sessions/${d.sessionId}/Events`,
+            d.token,
+            batchBody(1000, Date.now(), backlogIds),
+          );
+          if (res.status !== 200) throw new Error(`ingest failed: ${res.status} ${res.text.slice(0, 300)}`);
+        }
+      }),
+    );
+    const ingested = performance.now();
+    const drainUntil = ingested + drainSeconds * 1000;
+    while (receiver.events.size < backlogIds.length && performance.now() < drainUntil) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const last = Math.max(...receiver.events.values());
+    const elapsedS = (last - t0) / 1000;
+    const requests = receiver.requests - requestsBefore;
+    return {
+      benchmark: 'webhook-dispatch',
+      backend,
+      mode,
+      pacedEventsPerSecond: dispatchRate,
+      pacedSeconds: dispatchSeconds,
+      ...paced,
+      backlogEvents: backlogIds.length,
+      backlogIngestSeconds: Number(((ingested - t0) / 1000).toFixed(2)),
+      backlogDelivered: receiver.events.size,
+      backlogSeconds: Number(elapsedS.toFixed(2)),
+      eventsDeliveredPerSecond: Math.round(receiver.events.size / elapsedS),
+      requestsPerSecond: Math.round(requests / elapsedS),
+    };
+  } finally {
+    agent.destroy();
+    await server.stop();
+    await receiver.close();
+  }
+}
+
+let baseline: number | null = null;
+for (const n of endpointCounts) {
+  const result = await ingestion(n);
+  if (n === 0) baseline = result.eventsPerSecond;
+  const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
+  console.log(JSON.stringify({ ...result, ratioToNoEndpoint: ratio }));
+}
+for (const mode of dispatchModes) console.log(JSON.stringify(await dispatch(mode)));

@@ -168,14 +168,16 @@ export interface WebhookEndpointsTable {
 }
 
 /**
- * One ingestion group's `session.event` messages for one tenant, with the endpoints each goes to;
+ * One ingestion group's `session.event` messages for one tenant (up to 500), with the endpoints each goes to;
  * the dispatcher expands it into deliveries and deletes it in one transaction (migration 011).
  */
 export interface WebhookFanoutTable {
   fanout_id: string;
   tenant_id: string;
-  /** JSON `[[eventType, body], ...]`: each message's body exactly as it will be sent. */
+  /** The messages' bodies back to back, each exactly as it will be sent. */
   messages: string;
+  /** JSON `[[eventType, length], ...]`: where each body in `messages` ends (UTF-16 code units). */
+  layout: string;
   /** JSON `[[webhookId, null | [index, ...]], ...]`: null sends every message to that endpoint. */
   targets: string;
   /** How many per-event deliveries it stands for (the outbox depth counts them). */

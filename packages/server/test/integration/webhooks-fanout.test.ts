@@ -209,16 +209,21 @@ describe.each(backends)('webhook fan-out (%s)', (backend) => {
     );
     for (const m of got) expect(JSON.stringify(m)).toBe(alone.get(m.data.id));
 
-    // The delivery log shows the batches; retry sends one again with the same webhook-id.
-    const log = await call(base, 'GET', `/webhooks/${hook.webhookId}/deliveries?limit=1000`, {
-      token: tenant.token,
-    });
-    const deliveries = log.body.deliveries as {
-      deliveryId: string;
-      type: string;
-      status: string;
-      payload: BatchMessage;
-    }[];
+    // The delivery log shows the batches (results are written just after the answers came in);
+    // retry sends one again with the same webhook-id.
+    type Logged = { deliveryId: string; type: string; status: string; payload: BatchMessage };
+    let deliveries: Logged[] = [];
+    await waitFor(
+      async () => {
+        const log = await call(base, 'GET', `/webhooks/${hook.webhookId}/deliveries?limit=1000`, {
+          token: tenant.token,
+        });
+        deliveries = log.body.deliveries as Logged[];
+        return deliveries.every((x) => x.status === 'delivered');
+      },
+      10_000,
+      'the delivery log to show every batch delivered',
+    );
     expect(deliveries).toHaveLength(batches.length);
     expect(deliveries.every((x) => x.type === 'session.events' && x.status === 'delivered')).toBe(true);
     const first = deliveries[0];

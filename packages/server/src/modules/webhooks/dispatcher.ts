@@ -31,6 +31,8 @@ const ENDPOINT_LIST_TTL_MS = 2000;
  * transaction had not committed yet). */
 const EXPECT_WINDOW_MS = 2000;
 const EXPECT_RETRY_MS = 20;
+/** While every endpoint's queue is full, how often fan-out rows are expanded (see `shouldExpand`). */
+const SATURATED_EXPANSION_MS = 1000;
 /** Most claimed deliveries a process holds per in-flight slot (queued behind the attempts in flight). */
 const MAX_BUFFER_FACTOR = 4;
 
@@ -87,6 +89,7 @@ export class Dispatcher implements Worker {
   /** Endpoints whose due rows the last claims left behind because their queue was full. */
   private readonly backlogged = new Set<string>();
   private probeCursor = 0;
+  private lastExpansion = 0;
   private endpointIds: { ids: string[]; at: number } | null = null;
   private expectUntil = 0;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -181,9 +184,8 @@ export class Dispatcher implements Worker {
       this.again = false;
       try {
         found += await this.claim();
-        // Fan-out rows become deliveries while there is room for them: with a backlog of due
-        // deliveries, the events wait in their fan-out rows (one row per group, not one per event).
-        if (!this.backlog && !this.stopped) {
+        if (await this.shouldExpand()) {
+          this.lastExpansion = performance.now();
           const expanded = await this.expand();
           if (expanded.written > 0 || expanded.more) this.again = true;
         }
@@ -200,6 +202,21 @@ export class Dispatcher implements Worker {
       }, EXPECT_RETRY_MS);
       this.retryTimer.unref();
     }
+  }
+
+  /**
+   * Fan-out rows become deliveries while there is room for them: the events wait in their fan-out
+   * rows (a few hundred per row) rather than as delivery rows the dispatcher cannot send yet. No
+   * expansion while due deliveries were left behind for want of room overall. While every enabled
+   * endpoint's queue is full (a flood all of them are behind on), one expansion a second; while only
+   * some are full (say, a receiver that hangs), expansion goes on, so the others are not held up.
+   */
+  private async shouldExpand() {
+    if (this.stopped || this.backlog) return false;
+    if (this.backlogged.size === 0) return true;
+    if (performance.now() - this.lastExpansion >= SATURATED_EXPANSION_MS) return true;
+    const ids = await this.enabledEndpointIds(this.storage.db);
+    return ids.some((id) => !this.backlogged.has(id));
   }
 
   /** Expands the oldest fan-out rows into deliveries (`fanout.ts`), in one transaction. */

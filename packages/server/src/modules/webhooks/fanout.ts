@@ -6,8 +6,26 @@ import * as store from './store.ts';
 
 /** Most `session.event` messages in one batch delivery (an endpoint with `batch: true`). */
 export const MAX_BATCH = 100;
-/** Fan-out rows one expansion takes (each holds one ingestion group's events of one tenant). */
-const ROWS_PER_EXPANSION = 4;
+/**
+ * Fan-out rows one expansion takes (each up to `FANOUT_CHUNK` events of one group and tenant): the
+ * dispatcher expands again only once it has claimed every due delivery, so the deliveries table
+ * holds about what is being sent, and the events wait in their fan-out rows.
+ */
+const ROWS_PER_EXPANSION = 2;
+
+/** A fan-out row's messages: `[eventType, body]`, cut out of `messages` by the lengths in `layout`. */
+export function messagesOf(row: Pick<store.FanoutRow, 'messages' | 'layout'>): [string, string][] {
+  const layout = JSON.parse(row.layout) as [string, number][];
+  const out = new Array<[string, string]>(layout.length);
+  let at = 0;
+  for (let i = 0; i < layout.length; i++) {
+    const [eventType, length] = layout[i];
+    out[i] = [eventType, row.messages.slice(at, at + length)];
+    at += length;
+  }
+  if (at !== row.messages.length) throw new Error('webhook fan-out row: layout does not match its messages');
+  return out;
+}
 
 /**
  * A batch delivery's body: `{"type":"session.events","timestamp":…,"data":{"events":[…]}}`, each
@@ -42,7 +60,7 @@ export async function expandFanout(
   // Per endpoint, its messages in row (ingestion) order.
   const perEndpoint = new Map<string, Pending[]>();
   for (const row of rows) {
-    const messages = JSON.parse(row.messages) as [string, string][];
+    const messages = messagesOf(row);
     for (const [webhookId, indexes] of JSON.parse(row.targets) as [string, number[] | null][]) {
       const list = perEndpoint.get(webhookId) ?? [];
       list.push({

@@ -25,11 +25,39 @@ export function deliveryValues(
   return [uuidv7(), webhookId, tenantId, type, eventType, payload, 'pending', 0, now, now];
 }
 
-/** One tenant's share of an ingestion group: its messages, and which of them each endpoint takes. */
+/**
+ * Most messages in one fan-out row: a big ingestion group is written as several rows, so one
+ * expansion (a transaction of the dispatcher's) writes a bounded number of deliveries.
+ */
+export const FANOUT_CHUNK = 500;
+
+/** One tenant's share of an ingestion group (up to `FANOUT_CHUNK` messages), and who takes which. */
 interface TenantFanout {
-  messages: [eventType: string, body: string][];
+  bodies: string[];
+  layout: [eventType: string, length: number][];
   /** `all` while the endpoint took every message so far. */
   targets: { filter: EndpointFilter; all: boolean; indexes: number[] }[];
+}
+
+const newFanout = (endpoints: EndpointFilter[]): TenantFanout => ({
+  bodies: [],
+  layout: [],
+  targets: endpoints.map((filter) => ({ filter, all: true, indexes: [] })),
+});
+
+function fanoutRow(tenantId: string, fan: TenantFanout, now: number): FanoutRow {
+  const targets = fan.targets.filter((t) => t.indexes.length > 0);
+  return {
+    fanout_id: uuidv7(),
+    tenant_id: tenantId,
+    // Bodies back to back and their lengths: no escaping on the ingestion path.
+    messages: fan.bodies.join(''),
+    layout: JSON.stringify(fan.layout),
+    // Most endpoints take every event: `null` says so without listing them.
+    targets: JSON.stringify(targets.map((t) => [t.filter.webhookId, t.all ? null : t.indexes])),
+    deliveries: targets.reduce((n, t) => n + t.indexes.length, 0),
+    created_at: now,
+  };
 }
 
 const wantsEvents = (e: EndpointFilter) => e.types === null || e.types.has('session.event');
@@ -137,16 +165,17 @@ export class WebhookOutbox implements Outbox {
     if (wanted.size === 0) return;
     const now = this.now();
     const iso = new Map<number, string>();
-    const perTenant = new Map<string, TenantFanout>();
+    const open = new Map<string, TenantFanout>();
+    const rows: FanoutRow[] = [];
     for (const e of events) {
       const endpoints = wanted.get(e.tenantId);
       if (endpoints === undefined) continue;
-      let fan = perTenant.get(e.tenantId);
+      let fan = open.get(e.tenantId);
       if (fan === undefined) {
-        fan = { messages: [], targets: endpoints.map((t) => ({ filter: t, all: true, indexes: [] })) };
-        perTenant.set(e.tenantId, fan);
+        fan = newFanout(endpoints);
+        open.set(e.tenantId, fan);
       }
-      const index = fan.messages.length;
+      const index = fan.bodies.length;
       let taken = false;
       for (const t of fan.targets) {
         if (matches(t.filter, 'session.event', e.eventType)) {
@@ -162,22 +191,15 @@ export class WebhookOutbox implements Outbox {
       }
       // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise.
       const data = `${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}`;
-      fan.messages.push([e.eventType, messageBody('session.event', at, data)]);
+      const body = messageBody('session.event', at, data);
+      fan.bodies.push(body);
+      fan.layout.push([e.eventType, body.length]);
+      if (fan.bodies.length >= FANOUT_CHUNK) {
+        rows.push(fanoutRow(e.tenantId, fan, now));
+        open.set(e.tenantId, newFanout(endpoints));
+      }
     }
-    const rows: FanoutRow[] = [];
-    for (const [tenantId, fan] of perTenant) {
-      const targets = fan.targets.filter((t) => t.indexes.length > 0);
-      if (targets.length === 0) continue;
-      rows.push({
-        fanout_id: uuidv7(),
-        tenant_id: tenantId,
-        messages: JSON.stringify(fan.messages),
-        // Most endpoints take every event: `null` says so without listing them.
-        targets: JSON.stringify(targets.map((t) => [t.filter.webhookId, t.all ? null : t.indexes])),
-        deliveries: targets.reduce((n, t) => n + t.indexes.length, 0),
-        created_at: now,
-      });
-    }
+    for (const [tenantId, fan] of open) if (fan.bodies.length > 0) rows.push(fanoutRow(tenantId, fan, now));
     if (rows.length === 0) return;
     await insertFanout(trx, rows);
     this.onEnqueued();
