@@ -28,6 +28,7 @@ import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsPlugin } from './modules/rewards/index.ts';
 import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
+import { TenantExport, tenantExportPlugin } from './modules/tenant-export/index.ts';
 import { webhooksPlugin } from './modules/webhooks/index.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -260,6 +261,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   await app.register(rewardsPlugin, { rewards: services.rewards, publicUrl: config.publicUrl });
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
+  await app.register(tenantExportPlugin, {
+    exporter: new TenantExport({ storage: services.storage, auth: services.auth, sessions, events }),
+  });
   // The web console and the viewer page (CONTRACT §10), built by @liveline/console.
   await app.register(pagesPlugin, {});
   return app;

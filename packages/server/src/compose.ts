@@ -10,7 +10,7 @@ import { jobsOf } from './jobs.ts';
 import { failureWindow } from './limits/index.ts';
 import { type AuthService, createAuth, KeyRing, type OperatorToken } from './modules/auth/index.ts';
 import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
-import { EventsService } from './modules/events/index.ts';
+import { EventRetention, EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
 import { LiveSessions, SessionsService } from './modules/sessions/index.ts';
@@ -39,6 +39,8 @@ export interface Services {
   /** Key of the keyed digests of client and campaign secrets. */
   digestKey: Buffer;
   events: EventsService;
+  /** The event retention sweep (LIVELINE_EVENT_RETENTION_DAYS and each tenant's own). */
+  retention: EventRetention;
   sessions: SessionsService;
   /** Live sessions remembered for the command path (no read per command). */
   liveSessions: LiveSessions;
@@ -99,6 +101,13 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
     const auth = await createAuth({ storage, clock, config, keys });
+    const retention = new EventRetention(
+      storage,
+      clock,
+      auth,
+      { defaultDays: config.eventRetentionDays },
+      metrics.registry,
+    );
     const webhooks = createWebhooks({
       storage,
       clock,
@@ -137,6 +146,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       operator: auth.operator,
       digestKey: keys.digestKey,
       events,
+      retention,
       sessions,
       liveSessions,
       streams,

@@ -38,6 +38,11 @@ export interface Config {
   deviceTokenTtlS: number;
   bodyLimitBytes: number;
   maxEventsPerBatch: number;
+  /**
+   * Events received more than this many days ago are deleted by the retention sweep (a tenant's own
+   * `eventRetentionDays` wins); 0 keeps them forever, so nothing is ever lost silently.
+   */
+  eventRetentionDays: number;
   rateLimitTenantRps: number;
   rateLimitDeviceRps: number;
   /** Refused client authentications at `/oauth/token` per minute per client id and address; 0 = no limit. */
@@ -259,6 +264,7 @@ export function loadConfig(env: Env = process.env): Config {
     deviceTokenTtlS: int(env, 'LIVELINE_DEVICE_TOKEN_TTL_S', 86400, 60, 30 * 86400),
     bodyLimitBytes: int(env, 'LIVELINE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     maxEventsPerBatch: int(env, 'LIVELINE_MAX_EVENTS_PER_BATCH', 1000, 1, 100000),
+    eventRetentionDays: int(env, 'LIVELINE_EVENT_RETENTION_DAYS', 0, 0, 36500),
     rateLimitTenantRps: int(env, 'LIVELINE_RATE_LIMIT_TENANT_RPS', 2000, 0, 10_000_000),
     rateLimitDeviceRps: int(env, 'LIVELINE_RATE_LIMIT_DEVICE_RPS', 100, 0, 10_000_000),
     tokenFailuresPerMinute: int(env, 'LIVELINE_TOKEN_FAILURES_PER_MINUTE', 10, 0, 1_000_000),

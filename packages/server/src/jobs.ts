@@ -1,5 +1,6 @@
 import type { Services } from './compose.ts';
 import { AUTH_REFRESH_MS } from './modules/auth/index.ts';
+import { eventRetentionJob } from './modules/events/index.ts';
 
 /**
  * Periodic work of one process (sweeps, expiry, dispatch). Modules describe their jobs; `compose.ts`
@@ -76,6 +77,8 @@ export function jobsOf({
   presence,
   webhooks,
   auth,
+  retention,
+  logger,
 }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
   const graceMs = config.streamGraceS * 1000;
@@ -111,5 +114,7 @@ export function jobsOf({
     { name: 'auth.refresh', everyMs: AUTH_REFRESH_MS, run: () => auth.refresh() },
     // Finished webhook deliveries past retention are deleted.
     ...webhooks.jobs(),
+    // Events received longer ago than their tenant's retention are deleted, in small batches.
+    eventRetentionJob(retention, logger),
   ];
 }

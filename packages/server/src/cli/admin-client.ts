@@ -1,5 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { CliError } from './errors.ts';
 
 type Env = Record<string, string | undefined>;
@@ -64,6 +67,61 @@ function networkReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** A refused answer as a CliError: a problem document's `code` and `detail`, else the status and text. */
+function refusal(status: number, statusText: string, text: string): CliError {
+  let parsed: { code?: unknown; detail?: unknown } = {};
+  try {
+    parsed = (text ? JSON.parse(text) : {}) ?? {};
+  } catch {
+    parsed = {};
+  }
+  if (typeof parsed.code === 'string') {
+    return new CliError(parsed.code, typeof parsed.detail === 'string' ? parsed.detail : `HTTP ${status}`);
+  }
+  return new CliError(`http_${status}`, text.trim() || statusText || 'The server refused the request.');
+}
+
+/**
+ * GETs a streamed answer of the operator API (the tenant export) and pipes its body into `sink` as it
+ * arrives: memory stays flat however long it is. The timeout covers the wait for the answer's
+ * headers, not the transfer. A refusal becomes a CliError as in `adminRequest`; a cut transfer rejects.
+ */
+export async function adminDownload(
+  conn: Connection,
+  apiPath: string,
+  sink: Writable,
+  options: { end?: boolean } = {},
+): Promise<void> {
+  const abort = new AbortController();
+  const timer = setTimeout(
+    () => abort.abort(new DOMException('timed out', 'TimeoutError')),
+    REQUEST_TIMEOUT_MS,
+  );
+  let res: Response;
+  try {
+    res = await fetch(conn.url + apiPath, {
+      headers: { authorization: `Bearer ${conn.token}`, accept: 'application/x-ndjson, application/json' },
+      signal: abort.signal,
+    });
+  } catch (err) {
+    throw new CliError(
+      'connection_failed',
+      `Could not reach ${conn.url}: ${networkReason(abort.signal.reason ?? err)}.`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!res.ok) throw refusal(res.status, res.statusText, await res.text());
+  if (!res.body) throw new CliError('empty_answer', 'The server sent no body.');
+  try {
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), sink, {
+      end: options.end ?? true,
+    });
+  } catch (err) {
+    throw new CliError('transfer_failed', `The transfer from ${conn.url} was cut: ${networkReason(err)}.`);
+  }
+}
+
 /** Calls the operator API; a problem document becomes a CliError with its `code` and `detail`. */
 export async function adminRequest<T>(
   conn: Connection,
@@ -88,24 +146,12 @@ export async function adminRequest<T>(
     throw new CliError('connection_failed', `Could not reach ${conn.url}: ${networkReason(err)}.`);
   }
   const text = await res.text();
+  if (!res.ok) throw refusal(res.status, res.statusText, text);
   let parsed: unknown = null;
   try {
     parsed = text ? JSON.parse(text) : null;
   } catch {
     parsed = null;
-  }
-  if (!res.ok) {
-    const problem = (parsed ?? {}) as { code?: unknown; detail?: unknown };
-    if (typeof problem.code === 'string') {
-      throw new CliError(
-        problem.code,
-        typeof problem.detail === 'string' ? problem.detail : `HTTP ${res.status}`,
-      );
-    }
-    throw new CliError(
-      `http_${res.status}`,
-      text.trim() || res.statusText || 'The server refused the request.',
-    );
   }
   return parsed as T;
 }

@@ -1,5 +1,14 @@
+import fs from 'node:fs';
+import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { adminRequest, type ConnectionOptions, resolveConnection } from './admin-client.ts';
+import {
+  adminDownload,
+  adminRequest,
+  type Connection,
+  type ConnectionOptions,
+  resolveConnection,
+} from './admin-client.ts';
 import { CliError } from './errors.ts';
 import { fields, json, table, time } from './format.ts';
 
@@ -7,6 +16,7 @@ interface Tenant {
   tenantId: string;
   name: string;
   createdAt: number;
+  eventRetentionDays: number | null;
 }
 
 interface Client {
@@ -68,6 +78,17 @@ function parseScopes(value: string): string[] {
   return scopes;
 }
 
+/** `<days>` of `tenant retention`: a whole number of days, or `default` (null: the server's setting). */
+function parseRetention(value: string): number | null {
+  if (value === 'default') return null;
+  if (!/^\d{1,5}$/.test(value))
+    throw new CliError(
+      'validation_failed',
+      `<days> must be a whole number of days (0: forever) or "default", got "${value}".`,
+    );
+  return Number(value);
+}
+
 function truncationNote(list: ListEnvelope, shown: number, what: string): string {
   return list.hasMore ? `(showing ${shown} of ${list.totalCount} ${what})\n` : '';
 }
@@ -86,6 +107,37 @@ function registerTenantCommands(admin: Command) {
         ['tenantId', created.tenantId],
         ['name', created.name],
         ['createdAt', time(created.createdAt)],
+      ]),
+    );
+  });
+
+  withConnection(
+    tenant
+      .command('retention')
+      .argument('<tenantId>', 'the tenant')
+      .argument(
+        '<days>',
+        'days its events are kept after the server received them; 0: forever; default: the server setting',
+        parseRetention,
+      )
+      .description("set how long a tenant's events are kept (LIVELINE_EVENT_RETENTION_DAYS for this tenant)"),
+  ).action(async (tenantId: string, days: number | null, opts: CommonOptions) => {
+    const conn = resolveConnection(opts);
+    const updated = await adminRequest<Tenant>(conn, 'PATCH', `/admin/v1/tenants/${seg(tenantId)}`, {
+      eventRetentionDays: days,
+    });
+    if (opts.json) return out(json(updated));
+    out(
+      fields([
+        ['tenantId', updated.tenantId],
+        [
+          'eventRetentionDays',
+          updated.eventRetentionDays === null
+            ? 'default (server setting)'
+            : updated.eventRetentionDays === 0
+              ? '0 (forever)'
+              : String(updated.eventRetentionDays),
+        ],
       ]),
     );
   });
@@ -263,6 +315,93 @@ function registerKeyCommands(admin: Command) {
   });
 }
 
+/** Passes bytes through and keeps the last line, so the export's closing `end` line can be checked. */
+class LastLine extends Transform {
+  private tail = '';
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+    // The end line is short: the last 4 KiB always hold it whole.
+    this.tail = (this.tail + chunk.toString('utf8')).slice(-4096);
+    done(null, chunk);
+  }
+
+  /** The export's summary, or null when its last line is not `{"kind":"end",...}` (a cut export). */
+  summary(): { sessions: number; events: number } | null {
+    const lines = this.tail.split('\n').filter(Boolean);
+    try {
+      const last = JSON.parse(lines[lines.length - 1] ?? '') as {
+        kind?: unknown;
+        sessions?: unknown;
+        events?: unknown;
+      };
+      if (last.kind === 'end' && typeof last.sessions === 'number' && typeof last.events === 'number')
+        return { sessions: last.sessions, events: last.events };
+    } catch {
+      // not JSON: cut short
+    }
+    return null;
+  }
+}
+
+/** `--since`: an RFC 3339 time, passed on as the server reads it; checked here for a clear message. */
+function parseSince(value: string): string {
+  if (
+    !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(value) ||
+    Number.isNaN(Date.parse(value))
+  )
+    throw new CliError(
+      'validation_failed',
+      `--since must be an RFC 3339 time such as 2026-01-31T00:00:00Z, got "${value}".`,
+    );
+  return value;
+}
+
+/** Downloads the export into `sink`; the counts of its end line, or a CliError when the line is missing. */
+async function download(conn: Connection, apiPath: string, sink: Writable, end: boolean) {
+  const tail = new LastLine();
+  tail.pipe(sink, { end });
+  await adminDownload(conn, apiPath, tail);
+  // Every byte handed on to the sink (and, for a file, written) before the end line is checked.
+  await finished(tail);
+  if (end) await finished(sink);
+  const summary = tail.summary();
+  if (!summary)
+    throw new CliError('incomplete_export', 'The export ended without its end line: it is incomplete.');
+  return summary;
+}
+
+function registerExportCommand(admin: Command) {
+  withConnection(
+    admin
+      .command('export')
+      .requiredOption('--tenant <tenantId>', 'the tenant to export')
+      .option('--since <time>', 'only sessions started at or after this RFC 3339 time', parseSince)
+      .option('--out <file>', 'write to this file (default: standard output); written whole or not at all')
+      .description("a tenant's sessions and events as NDJSON, streamed: each session, then its events"),
+  ).action(async (opts: CommonOptions & { tenant: string; since?: string; out?: string }) => {
+    const conn = resolveConnection(opts);
+    const query = opts.since === undefined ? '' : `?since=${encodeURIComponent(opts.since)}`;
+    const apiPath = `/admin/v1/tenants/${seg(opts.tenant)}/export${query}`;
+    if (opts.out === undefined) {
+      const summary = await download(conn, apiPath, process.stdout, false);
+      process.stderr.write(`Exported ${summary.sessions} sessions and ${summary.events} events.\n`);
+      return;
+    }
+    // Written beside the target and renamed once complete: a cut export never looks like a whole one.
+    const partial = `${opts.out}.partial`;
+    try {
+      const summary = await download(conn, apiPath, fs.createWriteStream(partial, { flags: 'w' }), true);
+      fs.renameSync(partial, opts.out);
+      const line = `Exported ${summary.sessions} sessions and ${summary.events} events to ${opts.out}.\n`;
+      if (opts.json) out(json({ ...summary, out: opts.out }));
+      else process.stderr.write(line);
+    } catch (err) {
+      fs.rmSync(partial, { force: true });
+      throw err;
+    }
+  });
+}
+
 /** `liveline admin ...`: the operator API over HTTP, against a running server. */
 export function registerAdmin(program: Command) {
   const admin = program
@@ -273,4 +412,5 @@ export function registerAdmin(program: Command) {
   registerTenantCommands(admin);
   registerClientCommands(admin);
   registerKeyCommands(admin);
+  registerExportCommand(admin);
 }

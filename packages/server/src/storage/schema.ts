@@ -37,6 +37,8 @@ export interface TenantsTable {
   tenant_id: string;
   name: string;
   created_at: number;
+  /** The tenant's event retention in days (migration 010): null follows LIVELINE_EVENT_RETENTION_DAYS, 0 keeps forever. */
+  event_retention_days: Generated<number | null>;
 }
 
 export interface OAuthClientsTable {

@@ -87,7 +87,8 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /** Change a tenant's settings: `eventRetentionDays` (0 keeps its events forever, null follows LIVELINE_EVENT_RETENTION_DAYS). */
+    patch: operations['updateTenant'];
     trace?: never;
   };
   '/admin/v1/tenants/{tenantId}/campaigns': {
@@ -323,6 +324,23 @@ export interface paths {
      * @description The new secret is shown only in this answer. The current secret keeps working for 24 h (`previousSecretExpiresAt`), or stops at once with `{"immediately": true}`. Tokens already issued stay valid until they expire; delete the client to stop them.
      */
     post: operations['rotateTenantClientSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/admin/v1/tenants/{tenantId}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A tenant's sessions and events as NDJSON, streamed: each session (`"kind":"session"`) followed by its events (`"kind":"event"`), then `{"kind":"end","sessions":n,"events":m}`. */
+    get: operations['exportTenant'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1847,6 +1865,7 @@ export interface operations {
                * @description Unix milliseconds.
                */
               createdAt: number;
+              eventRetentionDays: number | null;
               name: string;
               /**
                * Format: uuid
@@ -1926,6 +1945,7 @@ export interface operations {
              * @description Unix milliseconds.
              */
             createdAt: number;
+            eventRetentionDays: number | null;
             name: string;
             /**
              * Format: uuid
@@ -1997,6 +2017,94 @@ export interface operations {
              * @description Unix milliseconds.
              */
             createdAt: number;
+            eventRetentionDays: number | null;
+            name: string;
+            /**
+             * Format: uuid
+             * @description A UUID (v7 for ids this server allocates).
+             */
+            tenantId: string;
+          };
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  updateTenant: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID (v7 for ids this server allocates). */
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          eventRetentionDays: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: int64
+             * @description Unix milliseconds.
+             */
+            createdAt: number;
+            eventRetentionDays: number | null;
             name: string;
             /**
              * Format: uuid
@@ -4580,6 +4688,77 @@ export interface operations {
       };
     };
   };
+  exportTenant: {
+    parameters: {
+      query?: {
+        /** @description Only sessions started at or after this time (RFC 3339, e.g. 2026-01-31T00:00:00Z), each with all its events. */
+        since?: string;
+      };
+      header?: never;
+      path: {
+        /** @description A UUID (v7 for ids this server allocates). */
+        tenantId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One JSON object per line; the last line is the `end` line with the counts. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/x-ndjson': string;
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+      /** @description RFC 9457 problem document (application/problem+json). */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   listTenantWebhooks: {
     parameters: {
       query?: {
@@ -5752,6 +5931,7 @@ export interface operations {
                * @description Unix milliseconds.
                */
               createdAt: number;
+              eventRetentionDays: number | null;
               name: string;
               /**
                * Format: uuid

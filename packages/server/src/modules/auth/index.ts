@@ -15,6 +15,7 @@ export {
   type DeviceToken,
   SECRET_ROTATION_OVERLAP_MS,
   type Tenant,
+  type TenantRetention,
   type TokenRefusal,
 } from './service.ts';
 export type { DevicePrincipal, OperatorPrincipal, Principal, TenantPrincipal } from './tokens.ts';

@@ -11,7 +11,31 @@ export const ScopeSchema = StringEnum(SCOPES, { description: 'A tenant API scope
 export const MAX_NAME_LENGTH = 200;
 const Name = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH });
 
-export const TenantSchema = Type.Object({ tenantId: Uuid, name: Name, createdAt: Timestamp() });
+/** Longest event retention a tenant can be given, in days (100 years). */
+export const MAX_EVENT_RETENTION_DAYS = 36500;
+
+const EventRetentionDays = Nullable(
+  Type.Integer({
+    format: 'int32',
+    minimum: 0,
+    maximum: MAX_EVENT_RETENTION_DAYS,
+    description:
+      "Days the tenant's events are kept after the server received them: 0 keeps them forever; null follows the server's LIVELINE_EVENT_RETENTION_DAYS.",
+  }),
+);
+
+export const TenantSchema = Type.Object({
+  tenantId: Uuid,
+  name: Name,
+  createdAt: Timestamp(),
+  eventRetentionDays: EventRetentionDays,
+});
+
+/** What the operator may change on a tenant. */
+export const TenantPatchSchema = Type.Object(
+  { eventRetentionDays: EventRetentionDays },
+  { additionalProperties: false },
+);
 
 /** How the server writes a secret: a readable prefix, `_`, then 256 random bits in base64url. */
 const secretOf = (prefix: string, description: string) =>

@@ -11,7 +11,7 @@ import { SCOPES, type Scope } from './scopes.ts';
 import * as store from './store.ts';
 import { type DevicePrincipal, type Principal, type TenantPrincipal, TokenService } from './tokens.ts';
 
-export type { ClientInfo, Tenant } from './store.ts';
+export type { ClientInfo, Tenant, TenantRetention } from './store.ts';
 
 /** The settings auth reads. */
 export type AuthConfig = Pick<
@@ -179,6 +179,21 @@ export class AuthService {
 
   async tenantExists(tenantId: string): Promise<boolean> {
     return (await this.findTenant(tenantId)) !== null;
+  }
+
+  /**
+   * Sets a tenant's event retention in days (0: forever; null: back to the server's
+   * LIVELINE_EVENT_RETENTION_DAYS); the tenant as it now is, or a 404 `not_found`.
+   */
+  async setEventRetention(tenantId: string, eventRetentionDays: number | null): Promise<store.Tenant> {
+    const tenant = await store.setTenantRetention(this.storage, tenantId, eventRetentionDays);
+    if (!tenant) throw problems.notFound('tenant');
+    return tenant;
+  }
+
+  /** Every tenant's event retention, `limit` at a time after `afterTenantId` (the retention sweep pages through them). */
+  tenantRetentions(afterTenantId: string | null, limit: number): Promise<store.TenantRetention[]> {
+    return store.tenantRetentions(this.storage, afterTenantId, limit);
   }
 
   /** The tenant, or a 404 `not_found`. */

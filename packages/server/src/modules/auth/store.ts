@@ -9,6 +9,28 @@ export interface Tenant {
   tenantId: string;
   name: string;
   createdAt: number;
+  /** Days its events are kept (null: the server's LIVELINE_EVENT_RETENTION_DAYS; 0: forever). */
+  eventRetentionDays: number | null;
+}
+
+/** A tenant's retention as the event retention sweep reads it. */
+export interface TenantRetention {
+  tenantId: string;
+  eventRetentionDays: number | null;
+}
+
+function toTenant(row: {
+  tenant_id: string;
+  name: string;
+  created_at: number;
+  event_retention_days: number | null;
+}): Tenant {
+  return {
+    tenantId: row.tenant_id,
+    name: row.name,
+    createdAt: row.created_at,
+    eventRetentionDays: row.event_retention_days === null ? null : Number(row.event_retention_days),
+  };
 }
 
 export interface ClientInfo {
@@ -23,7 +45,7 @@ export interface ClientInfo {
 }
 
 export async function createTenant(storage: Storage, name: string, now: number): Promise<Tenant> {
-  const tenant = { tenantId: uuidv7(), name, createdAt: now };
+  const tenant = { tenantId: uuidv7(), name, createdAt: now, eventRetentionDays: null };
   await storage.db
     .insertInto('tenants')
     .values({ tenant_id: tenant.tenantId, name, created_at: now })
@@ -37,7 +59,41 @@ export async function findTenant(storage: Storage, tenantId: string): Promise<Te
     .selectAll()
     .where('tenant_id', '=', tenantId)
     .executeTakeFirst();
-  return row ? { tenantId: row.tenant_id, name: row.name, createdAt: row.created_at } : null;
+  return row ? toTenant(row) : null;
+}
+
+/** Sets (or, with null, clears) a tenant's event retention; the tenant as it now is, or null when unknown. */
+export async function setTenantRetention(
+  storage: Storage,
+  tenantId: string,
+  eventRetentionDays: number | null,
+): Promise<Tenant | null> {
+  const result = await storage.db
+    .updateTable('tenants')
+    .set({ event_retention_days: eventRetentionDays })
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return null;
+  return findTenant(storage, tenantId);
+}
+
+/** Every tenant's event retention, in tenant id order, `limit` at a time after `afterTenantId`. */
+export async function tenantRetentions(
+  storage: Storage,
+  afterTenantId: string | null,
+  limit: number,
+): Promise<TenantRetention[]> {
+  let query = storage.db
+    .selectFrom('tenants')
+    .select(['tenant_id', 'event_retention_days'])
+    .orderBy('tenant_id')
+    .limit(limit);
+  if (afterTenantId !== null) query = query.where('tenant_id', '>', afterTenantId);
+  const rows = await query.execute();
+  return rows.map((r) => ({
+    tenantId: r.tenant_id,
+    eventRetentionDays: r.event_retention_days === null ? null : Number(r.event_retention_days),
+  }));
 }
 
 export async function listTenants(storage: Storage, page: PageRequest) {
@@ -55,11 +111,7 @@ export async function listTenants(storage: Storage, page: PageRequest) {
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .executeTakeFirstOrThrow(),
   ]);
-  const tenants: Tenant[] = rows.map((r) => ({
-    tenantId: r.tenant_id,
-    name: r.name,
-    createdAt: r.created_at,
-  }));
+  const tenants: Tenant[] = rows.map(toTenant);
   return { tenants, totalCount: Number(count.n) };
 }
 

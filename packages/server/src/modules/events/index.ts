@@ -13,6 +13,13 @@ export type {
   StoredSession,
 } from './ingest.ts';
 export { EVENTS_TABLE } from './ingest.ts';
+export {
+  EVENT_SWEEP_BATCH,
+  EventRetention,
+  eventRetentionJob,
+  type RetentionDirectory,
+  type SweepResult,
+} from './retention.ts';
 export { type EventsPluginOptions, eventsPlugin, type SessionFinder } from './routes.ts';
 export {
   type EventSession,

@@ -8,6 +8,7 @@ import * as m006 from './006-revocation.ts';
 import * as m007 from './007-quotas-cancel.ts';
 import * as m008 from './008-list-indexes.ts';
 import * as m009 from './009-open-commands.ts';
+import * as m010 from './010-event-retention.ts';
 import * as m011 from './011-webhook-fanout.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
@@ -21,6 +22,7 @@ const all: Record<string, Migration> = {
   '007-quotas-cancel': m007,
   '008-list-indexes': m008,
   '009-open-commands': m009,
+  '010-event-retention': m010,
   '011-webhook-fanout': m011,
 };
 

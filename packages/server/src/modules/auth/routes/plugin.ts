@@ -6,7 +6,12 @@ import { registerDeviceTokenRoutes, registerTokenRevocationRoute } from './devic
 import { registerJwksRoute } from './jwks.ts';
 import { registerKeyRoutes } from './keys.ts';
 import { registerTokenRoute } from './oauth.ts';
-import { registerTenantCreateRoute, registerTenantListRoutes, registerTenantRoute } from './tenants.ts';
+import {
+  registerTenantCreateRoute,
+  registerTenantListRoutes,
+  registerTenantPatchRoute,
+  registerTenantRoute,
+} from './tenants.ts';
 
 export interface AuthRoutesOptions {
   auth: AuthService;
@@ -30,6 +35,7 @@ export const authRoutes: FastifyPluginAsync<AuthRoutesOptions> = async (app, { a
   registerTenantCreateRoute(app, auth);
   registerTenantListRoutes(app, auth);
   registerTenantRoute(app, auth);
+  registerTenantPatchRoute(app, auth);
   registerClientRoutes(app, auth);
   registerClientRevokeRoute(app, auth);
   registerClientSecretRoutes(app, auth);

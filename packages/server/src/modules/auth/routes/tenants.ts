@@ -10,7 +10,7 @@ import {
   PageSizeQuery,
 } from '../../../http/pagination.ts';
 import { problemResponses } from '../../../http/schemas.ts';
-import { TenantParams, TenantSchema } from '../schemas.ts';
+import { TenantParams, TenantPatchSchema, TenantSchema } from '../schemas.ts';
 import type { AuthService } from '../service.ts';
 
 /** Route config of the operator's routes. */
@@ -53,6 +53,28 @@ export function registerTenantRoute(root: FastifyInstance, auth: AuthService) {
       },
     },
     async (request) => auth.requireTenant(request.params.tenantId),
+  );
+}
+
+/** The operator's settings of a tenant: its event retention. */
+export function registerTenantPatchRoute(root: FastifyInstance, auth: AuthService) {
+  const app = root.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.patch(
+    '/admin/v1/tenants/:tenantId',
+    {
+      config: operatorOnly,
+      schema: {
+        tags: ['admin'],
+        operationId: 'updateTenant',
+        summary:
+          "Change a tenant's settings: `eventRetentionDays` (0 keeps its events forever, null follows LIVELINE_EVENT_RETENTION_DAYS).",
+        params: TenantParams,
+        body: TenantPatchSchema,
+        response: { 200: TenantSchema, ...problemResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => auth.setEventRetention(request.params.tenantId, request.body.eventRetentionDays),
   );
 }
 
