@@ -262,7 +262,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(rewardsPlugin, { rewards: services.rewards, publicUrl: config.publicUrl });
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
   await app.register(tenantExportPlugin, {
-    exporter: new TenantExport({ storage: services.storage, auth: services.auth, sessions, events }),
+    exporter: new TenantExport({ auth: services.auth, sessions, events }),
   });
   // The web console and the viewer page (CONTRACT §10), built by @liveline/console.
   await app.register(pagesPlugin, {});

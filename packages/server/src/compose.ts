@@ -105,6 +105,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       storage,
       clock,
       auth,
+      sessions,
       { defaultDays: config.eventRetentionDays },
       metrics.registry,
     );

@@ -154,6 +154,9 @@ export function wire(s: Services) {
   // In the transaction that ends a session its stream stops first (with its events), then its own
   // SessionEnd is written; the signal follows the commit.
   sessions.onEnding((trx, ended) => streams.stopOnSessionEnd(trx, ended));
+  // A deleted session (retention) takes its commands and stream state along, in its transaction.
+  sessions.onRemoving((trx, sessionId) => commands.forgetSession(trx, sessionId));
+  sessions.onRemoving((trx, sessionId) => streams.forgetSession(trx, sessionId));
   // An ended session's socket is closed wherever it is (the device can still post late events).
   signals.on('session.ended', ({ sessionId }) =>
     bus.publish({ type: 'close', sessionId, code: CLOSE.sessionEnded, reason: 'the session has ended' }),

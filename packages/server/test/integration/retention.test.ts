@@ -1,12 +1,11 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  candidateSessionsQuery,
   EVENT_SWEEP_BATCH,
   expiredEventIdsQuery,
   type SweepResult,
 } from '../../src/modules/events/retention.ts';
-import { sessionPageQuery } from '../../src/modules/tenant-export/store.ts';
+import { startOrderQuery } from '../../src/modules/sessions/store.ts';
 import { accessToken, call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
 import { cli } from '../helpers/process.ts';
 import { DAY, LONG_CLOCK_ENV } from '../helpers/rewards.ts';
@@ -238,11 +237,23 @@ describe.each(backends)('event retention (%s)', (backend) => {
     await seedForPlans(server);
     const queries = [
       {
-        q: candidateSessionsQuery(db, 'plan-t1', T0, { startedAt: 5, sessionId: 'plan-s5' }, 200).compile(),
+        q: startOrderQuery(
+          db,
+          'plan-t1',
+          { before: T0 },
+          { startedAt: 5, sessionId: 'plan-s5' },
+          200,
+        ).compile(),
         index: 'sessions_tenant_started',
       },
       {
-        q: sessionPageQuery(db, 'plan-t1', 0, { startedAt: 5, sessionId: 'plan-s5' }, 100).compile(),
+        q: startOrderQuery(
+          db,
+          'plan-t1',
+          { since: 0 },
+          { startedAt: 5, sessionId: 'plan-s5' },
+          100,
+        ).compile(),
         index: 'sessions_tenant_started',
       },
       {

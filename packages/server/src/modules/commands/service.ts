@@ -233,6 +233,11 @@ export class CommandsService {
     return row ? this.view(row) : null;
   }
 
+  /** The session is deleted (the sessions module's `onRemoving` hook): its commands go with it. */
+  async forgetSession(trx: Kysely<Database>, sessionId: string) {
+    await store.deleteSessionCommands(trx, sessionId);
+  }
+
   async list(sessionId: string, page: PageRequest) {
     const { rows, ...meta } = await store.listCommands(this.storage.db, sessionId, page);
     return { commands: rows.map((r) => this.view(r)), ...meta };

@@ -291,3 +291,16 @@ export async function keepAnswer(db: Kysely<Database>, answer: CommandAnswerRow)
     .executeTakeFirst();
   return inserted ?? (await findAnswer(db, answer.command_id)) ?? answer;
 }
+
+/** Deletes a session's commands and their kept answers. */
+export async function deleteSessionCommands(db: Kysely<Database>, sessionId: string) {
+  await db
+    .deleteFrom('command_answers')
+    .where(
+      'command_id',
+      'in',
+      db.selectFrom('commands').select('command_id').where('session_id', '=', sessionId),
+    )
+    .execute();
+  await db.deleteFrom('commands').where('session_id', '=', sessionId).execute();
+}

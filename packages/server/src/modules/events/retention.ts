@@ -32,6 +32,28 @@ export interface RetentionDirectory {
   tenantRetentions(afterTenantId: string | null, limit: number): Promise<RetentionSetting[]>;
 }
 
+/** A session as the sweep sees it. */
+export interface SweptSession {
+  session_id: string;
+  started_at: number;
+  ended_at: number | null;
+}
+
+/**
+ * What the sweep needs of the sessions module (passed in by the composition: the events module does
+ * not read or delete another module's rows): a tenant's sessions in start order, and a session's
+ * deletion with everything every module keeps of it, which `keeps` can refuse in its transaction.
+ */
+export interface RetentionSessions {
+  startOrderPage(
+    tenantId: string,
+    range: { before: number },
+    after: { startedAt: number; sessionId: string } | null,
+    limit: number,
+  ): Promise<SweptSession[]>;
+  remove(sessionId: string, keeps: (trx: Kysely<Database>) => Promise<boolean>): Promise<boolean>;
+}
+
 export interface SweepResult {
   /** Events deleted. */
   events: number;
@@ -62,11 +84,12 @@ export function effectiveDays(setting: number | null, defaultDays: number): numb
  *
  * Per tenant with a retention (cutoff = now − days): its sessions started before the cutoff (no later
  * session can hold an event received before it) are read in `(started_at, session_id)` order through
- * `sessions_tenant_started` (migration 010); each one's events received before the cutoff are deleted
+ * `sessions_tenant_started` (migration 010), from the sessions module (`RetentionSessions`); each one's events received before the cutoff are deleted
  * through the primary key, `batchSize` at a time in `event_id` order (a keyset, so a long session's
  * surviving events are read once per sweep, not once per batch), yielding to I/O between batches.
- * A session that ended before the cutoff and has no event left is deleted with its commands, their
- * kept answers and its stream state; its `stream_intervals` stay (challenge progress counts them).
+ * A session that ended before the cutoff and has no event left is deleted through the sessions
+ * module's `remove` (its commands, their kept answers and its stream state go in the same
+ * transaction, by those modules' hooks); its `stream_intervals` stay (challenge progress counts them).
  */
 export class EventRetention {
   private readonly deleted: Counter<'kind'>;
@@ -76,6 +99,7 @@ export class EventRetention {
     private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly tenants: RetentionDirectory,
+    private readonly sessions: RetentionSessions,
     private readonly options: EventRetentionOptions,
     registry: Registry,
   ) {
@@ -110,11 +134,12 @@ export class EventRetention {
   async sweepTenant(tenantId: string, cutoff: number, result: SweepResult): Promise<void> {
     let after: { startedAt: number; sessionId: string } | null = null;
     for (;;) {
-      const sessions = await candidateSessions(this.storage.db, tenantId, cutoff, after, SESSION_PAGE);
+      const sessions = await this.sessions.startOrderPage(tenantId, { before: cutoff }, after, SESSION_PAGE);
       for (const s of sessions) {
         const gone = await this.sweepSession(s.session_id, cutoff, result);
         if (gone && s.ended_at !== null && Number(s.ended_at) < cutoff) {
-          if (await deleteEmptySession(this.storage.db, s.session_id)) {
+          // Deleted with its commands and stream state, unless an event arrived meanwhile.
+          if (await this.sessions.remove(s.session_id, (trx) => hasEvents(trx, s.session_id))) {
             result.sessions++;
             this.deleted.inc({ kind: 'session' });
           }
@@ -147,13 +172,7 @@ export class EventRetention {
       if (ids.length < this.batchSize) break;
       afterId = ids[ids.length - 1];
     }
-    const left = await db
-      .selectFrom('events')
-      .select('event_id')
-      .where('session_id', '=', sessionId)
-      .limit(1)
-      .executeTakeFirst();
-    return left === undefined;
+    return !(await hasEvents(db, sessionId));
   }
 
   /**
@@ -173,34 +192,6 @@ export class EventRetention {
     await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
     return true;
   }
-}
-
-/**
- * A tenant's sessions started before `cutoff`, in `(started_at, session_id)` order after `after`: one
- * range of `sessions_tenant_started` (the query, for `EXPLAIN` in the tests).
- */
-export function candidateSessionsQuery(
-  db: Kysely<Database>,
-  tenantId: string,
-  cutoff: number,
-  after: { startedAt: number; sessionId: string } | null,
-  limit: number,
-) {
-  let query = db
-    .selectFrom('sessions')
-    .select(['session_id', 'started_at', 'ended_at'])
-    .where('tenant_id', '=', tenantId)
-    .where('started_at', '<', cutoff);
-  if (after) {
-    query = query.where((eb) =>
-      eb(eb.refTuple('started_at', 'session_id'), '>', eb.tuple(after.startedAt, after.sessionId)),
-    );
-  }
-  return query.orderBy('started_at').orderBy('session_id').limit(limit);
-}
-
-function candidateSessions(...args: Parameters<typeof candidateSessionsQuery>) {
-  return candidateSessionsQuery(...args).execute();
 }
 
 /** The query of `expiredEventIds`: a range of the primary key `(session_id, event_id)`. */
@@ -233,32 +224,15 @@ export async function expiredEventIds(
   return rows.map((r) => r.event_id);
 }
 
-/**
- * Deletes an ended session that has no events, with its commands, their kept answers and its stream
- * state, in one transaction; false when an event arrived meanwhile (the session stays).
- */
-async function deleteEmptySession(db: Kysely<Database>, sessionId: string): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const event = await trx
-      .selectFrom('events')
-      .select('event_id')
-      .where('session_id', '=', sessionId)
-      .limit(1)
-      .executeTakeFirst();
-    if (event) return false;
-    await trx
-      .deleteFrom('command_answers')
-      .where(
-        'command_id',
-        'in',
-        trx.selectFrom('commands').select('command_id').where('session_id', '=', sessionId),
-      )
-      .execute();
-    await trx.deleteFrom('commands').where('session_id', '=', sessionId).execute();
-    await trx.deleteFrom('session_streams').where('session_id', '=', sessionId).execute();
-    const gone = await trx.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
-    return Number(gone.numDeletedRows) > 0;
-  });
+/** Whether a session has an event left. */
+async function hasEvents(db: Kysely<Database>, sessionId: string): Promise<boolean> {
+  const event = await db
+    .selectFrom('events')
+    .select('event_id')
+    .where('session_id', '=', sessionId)
+    .limit(1)
+    .executeTakeFirst();
+  return event !== undefined;
 }
 
 /** The sweep as a job (`jobs.ts`): every 10 minutes, and once at start. */

@@ -5,9 +5,11 @@ export {
   type EndOptions,
   eventSession,
   type RecordingView,
+  type RemovingHook,
   type SessionDecorator,
   type SessionLiveState,
   type SessionRow,
   SessionsService,
   type StreamView,
 } from './service.ts';
+export type { StartCursor, StartRange } from './store.ts';

@@ -55,6 +55,13 @@ const IDLE_RECORDING: RecordingView = { state: 'idle', recordingId: null, starte
  */
 export type EndingHook = (trx: Kysely<Database>, ended: SessionRow) => Promise<void>;
 
+/**
+ * Work that must commit with a session's deletion, run in its transaction: each module deletes what
+ * it keeps of the session (the commands module its commands and their answers, the streams module its
+ * stream state).
+ */
+export type RemovingHook = (trx: Kysely<Database>, sessionId: string) => Promise<void>;
+
 export interface EndOptions {
   /** Write the `SessionEnd` event (false when the device sent its own). */
   emit: boolean;
@@ -68,6 +75,7 @@ const CONTACTS_PER_STATEMENT = 500;
 export class SessionsService {
   private readonly decorators: SessionDecorator[] = [];
   private readonly endingHooks: EndingHook[] = [];
+  private readonly removingHooks: RemovingHook[] = [];
   /** Socket contact not yet written: session → latest contact time. */
   private readonly contacts = new NotedTimes(1000);
 
@@ -92,6 +100,29 @@ export class SessionsService {
 
   addDecorator(decorator: SessionDecorator) {
     this.decorators.push(decorator);
+  }
+
+  /** Adds work to the transaction that deletes a session (`remove`). */
+  onRemoving(hook: RemovingHook) {
+    this.removingHooks.push(hook);
+  }
+
+  /** A page of a tenant's sessions in start order (`store.startOrderQuery`). */
+  startOrderPage(tenantId: string, range: store.StartRange, after: store.StartCursor | null, limit: number) {
+    return store.startOrderQuery(this.storage.db, tenantId, range, after, limit).execute();
+  }
+
+  /**
+   * Deletes a session with what every module keeps of it, in one transaction. `keeps`, run first in
+   * that transaction, can refuse (the events module: an event is left); false when the session stays
+   * or was already gone.
+   */
+  async remove(sessionId: string, keeps: (trx: Kysely<Database>) => Promise<boolean>): Promise<boolean> {
+    return this.storage.db.transaction().execute(async (trx) => {
+      if (await keeps(trx)) return false;
+      for (const hook of this.removingHooks) await hook(trx, sessionId);
+      return store.deleteSession(trx, sessionId);
+    });
   }
 
   /** Adds work to the transaction of every session's end. */

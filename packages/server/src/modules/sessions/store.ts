@@ -152,3 +152,44 @@ export function listSessions(db: Kysely<Database>, filter: SessionFilter, page: 
   const column = filter.activeSince !== undefined ? 'last_seen_at' : 'started_at';
   return readPage(db, q, (b) => b.selectAll(), { column, direction: 'desc', id: 'session_id' }, page);
 }
+
+/** Where a walk of a tenant's sessions in start order resumes: after this session. */
+export interface StartCursor {
+  startedAt: number;
+  sessionId: string;
+}
+
+/** Which start times a walk covers: from `since` (inclusive), before `before` (exclusive). */
+export interface StartRange {
+  since?: number;
+  before?: number;
+}
+
+/**
+ * A tenant's sessions in `(started_at, session_id)` order after `after`, started within `range`: one
+ * range of `sessions_tenant_started` (migration 010), whatever the tenant holds. Retention and the
+ * tenant export walk a tenant with it.
+ */
+export function startOrderQuery(
+  db: Kysely<Database>,
+  tenantId: string,
+  range: StartRange,
+  after: StartCursor | null,
+  limit: number,
+) {
+  let query = db.selectFrom('sessions').selectAll().where('tenant_id', '=', tenantId);
+  if (range.since !== undefined) query = query.where('started_at', '>=', range.since);
+  if (range.before !== undefined) query = query.where('started_at', '<', range.before);
+  if (after) {
+    query = query.where((eb) =>
+      eb(eb.refTuple('started_at', 'session_id'), '>', eb.tuple(after.startedAt, after.sessionId)),
+    );
+  }
+  return query.orderBy('started_at').orderBy('session_id').limit(limit);
+}
+
+/** Deletes a session's row; false when it was already gone. */
+export async function deleteSession(db: Kysely<Database>, sessionId: string): Promise<boolean> {
+  const gone = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
+  return Number(gone.numDeletedRows) > 0;
+}

@@ -208,6 +208,11 @@ export class StreamsService {
     );
   }
 
+  /** The session is deleted (the sessions module's `onRemoving` hook): its stream state goes with it. */
+  async forgetSession(trx: Kysely<Database>, sessionId: string) {
+    await store.deleteSessionStreams(trx, sessionId);
+  }
+
   /**
    * The session ended: its stream and recording stop at the session's end time, with their events,
    * in `trx`, the transaction that ends the session (the sessions module's `onEnding` hook).

@@ -211,3 +211,8 @@ export function playerIntervals(
     q = q.where((eb) => eb.or([eb('stopped_at', 'is', null), eb('stopped_at', '>', from)]));
   return q.orderBy('started_at').orderBy('streaming_session_id').execute();
 }
+
+/** Deletes a session's stream state (its stream intervals stay: challenge progress counts them). */
+export async function deleteSessionStreams(db: Kysely<Database>, sessionId: string) {
+  await db.deleteFrom('session_streams').where('session_id', '=', sessionId).execute();
+}

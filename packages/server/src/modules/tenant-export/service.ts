@@ -1,16 +1,13 @@
-import type { Storage } from '../../storage/index.ts';
 import type { AuthService } from '../auth/index.ts';
 import type { EventsService } from '../events/index.ts';
-import type { SessionsService } from '../sessions/index.ts';
-import { type ExportCursor, sessionPage } from './store.ts';
+import type { SessionsService, StartCursor } from '../sessions/index.ts';
 
 /** Sessions read per page (each page's views are one batch of the sessions module's decorators). */
 export const EXPORT_SESSION_PAGE = 100;
 
 export interface TenantExportDeps {
-  storage: Storage;
   auth: Pick<AuthService, 'requireTenant'>;
-  sessions: Pick<SessionsService, 'views'>;
+  sessions: Pick<SessionsService, 'views' | 'startOrderPage'>;
   events: Pick<EventsService, 'sessionEventBodies'>;
 }
 
@@ -38,11 +35,11 @@ export class TenantExport {
 
   /** The export's lines, each ending in `\n`: sessions started at or after `since` (Unix ms). */
   async *lines(tenantId: string, since: number): AsyncGenerator<string> {
-    const { storage, sessions, events } = this.deps;
+    const { sessions, events } = this.deps;
     const summary: ExportSummary = { sessions: 0, events: 0 };
-    let after: ExportCursor | null = null;
+    let after: StartCursor | null = null;
     for (;;) {
-      const rows = await sessionPage(storage.db, tenantId, since, after, EXPORT_SESSION_PAGE);
+      const rows = await sessions.startOrderPage(tenantId, { since }, after, EXPORT_SESSION_PAGE);
       const views = await sessions.views(rows);
       for (const view of views) {
         yield `${JSON.stringify({ kind: 'session', ...view })}\n`;
