@@ -8,6 +8,7 @@ import type { Storage } from './storage.ts';
 export { dataDirWarnings } from './data-dir.ts';
 export { COUNT_BOUND, CursorError, type ListOrder, type Page, type PageSpec, readPage } from './pages.ts';
 export type { Database } from './schema.ts';
+export { inSnapshot } from './snapshot.ts';
 export { Statement, StatementFamily } from './statement.ts';
 export type { CompiledStatement, DialectName, Storage } from './storage.ts';
 

@@ -1,3 +1,4 @@
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { uuidv7 } from 'uuidv7';
@@ -6,7 +7,7 @@ import type { QuotaConfig, WebhookConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
 import type { Job, Worker } from '../../jobs.ts';
 import { enforceQuota } from '../../limits/quota.ts';
-import type { Storage } from '../../storage/index.ts';
+import { type Database, inSnapshot, type Storage } from '../../storage/index.ts';
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
@@ -359,35 +360,28 @@ export class WebhooksService {
     query: { status?: string; after?: string; limit: number },
   ) {
     await this.requireEndpoint(tenantId, webhookId);
-    const rows = await store.listDeliveries(this.storage.db, webhookId, { ...query, limit: query.limit + 1 });
-    const hasMore = rows.length > query.limit;
-    const page = hasMore ? rows.slice(0, query.limit) : rows;
-    return {
-      deliveries: await this.withAttempts(page),
-      nextCursor: hasMore ? page[page.length - 1].delivery_id : null,
-      hasMore,
-    };
+    // One snapshot: each delivery once (its status ranges are read one after the other) and with the
+    // attempts its row counts.
+    return inSnapshot(this.storage, async (db) => {
+      const rows = await store.listDeliveries(db, webhookId, { ...query, limit: query.limit + 1 });
+      const hasMore = rows.length > query.limit;
+      const page = hasMore ? rows.slice(0, query.limit) : rows;
+      return {
+        deliveries: await withAttempts(db, page),
+        nextCursor: hasMore ? page[page.length - 1].delivery_id : null,
+        hasMore,
+      };
+    });
   }
 
   async delivery(tenantId: string, webhookId: string, deliveryId: string) {
     await this.requireEndpoint(tenantId, webhookId);
-    const row = await store.findDelivery(this.storage.db, webhookId, deliveryId);
-    if (!row) throw problems.notFound('delivery');
-    return (await this.withAttempts([row]))[0];
-  }
-
-  private async withAttempts(rows: store.DeliveryRow[]) {
-    const attempts = await store.attemptsOf(
-      this.storage.db,
-      rows.map((r) => r.delivery_id),
-    );
-    const byDelivery = new Map<string, store.AttemptRow[]>();
-    for (const a of attempts) {
-      const list = byDelivery.get(a.delivery_id);
-      if (list) list.push(a);
-      else byDelivery.set(a.delivery_id, [a]);
-    }
-    return rows.map((r) => deliveryView(r, byDelivery.get(r.delivery_id) ?? []));
+    const found = await inSnapshot(this.storage, async (db) => {
+      const row = await store.findDelivery(db, webhookId, deliveryId);
+      return row ? (await withAttempts(db, [row]))[0] : null;
+    });
+    if (!found) throw problems.notFound('delivery');
+    return found;
   }
 
   /** Sends a delivery again, now, with the same webhook-id and a fresh retry schedule. */
@@ -418,4 +412,19 @@ export class WebhooksService {
     if (replayed > 0) this.dispatcher.nudge();
     return { replayed };
   }
+}
+
+/** Deliveries with their attempts, read through `db` (the caller's snapshot). */
+async function withAttempts(db: Kysely<Database>, rows: store.DeliveryRow[]) {
+  const attempts = await store.attemptsOf(
+    db,
+    rows.map((r) => r.delivery_id),
+  );
+  const byDelivery = new Map<string, store.AttemptRow[]>();
+  for (const a of attempts) {
+    const list = byDelivery.get(a.delivery_id);
+    if (list) list.push(a);
+    else byDelivery.set(a.delivery_id, [a]);
+  }
+  return rows.map((r) => deliveryView(r, byDelivery.get(r.delivery_id) ?? []));
 }
