@@ -192,15 +192,25 @@ describe.each(backends)('server-emitted events survive a SIGKILL with their stat
     // Every stored event has its outbox row, and every row its event.
     const stored = new Set<string>();
     for (const s of sessions.values()) for (const e of s.events) stored.add(`${s.sessionId}/${e.id}`);
-    const outbox = new Set<string>();
-    let after: string | null = null;
-    do {
-      const page: { deliveries: { payload: { data: Json } }[]; nextCursor: string | null } = await get(
-        `/webhooks/${webhookId}/deliveries?limit=1000${after ? `&after=${after}` : ''}`,
-      );
-      for (const d of page.deliveries) outbox.add(`${d.payload.data.sessionId}/${d.payload.data.id}`);
-      after = page.nextCursor;
-    } while (after);
+    // The ingest transaction writes the webhook fan-out row; the dispatcher expands it into the
+    // deliveries the log lists, a few hundred at a time: the log is read until it has caught up.
+    const readOutbox = async () => {
+      const keys = new Set<string>();
+      let after: string | null = null;
+      do {
+        const page: { deliveries: { payload: { data: Json } }[]; nextCursor: string | null } = await get(
+          `/webhooks/${webhookId}/deliveries?limit=1000${after ? `&after=${after}` : ''}`,
+        );
+        for (const d of page.deliveries) keys.add(`${d.payload.data.sessionId}/${d.payload.data.id}`);
+        after = page.nextCursor;
+      } while (after);
+      return keys;
+    };
+    let outbox = await readOutbox();
+    for (let waited = 0; waited < 60_000 && [...stored].some((k) => !outbox.has(k)); waited += 500) {
+      await sleep(500);
+      outbox = await readOutbox();
+    }
     expect([...stored].filter((key) => !outbox.has(key))).toEqual([]);
     expect([...outbox].filter((key) => !stored.has(key))).toEqual([]);
   }, 300_000);

@@ -215,7 +215,14 @@ describe.each(backends)('unprocessed messages of one socket (%s)', (backend) => 
     // What was taken in before the cap is stored, in order, from the first frame on; the frames read
     // after the cap was passed are dropped. (How many came before depends on how fast the server
     // handled frames while it read them: on a quiet machine about 32, on a loaded one more.)
-    const stored = new Set(await storedCustomIds(server.url, tenant.token, sessionId));
+    // The frames taken in are still being handled when the close arrives: wait for them to land.
+    let stored = new Set<string>();
+    for (let waited = 0; waited < 10_000 && stored.size === 0; waited += 100) {
+      stored = new Set(await storedCustomIds(server.url, tenant.token, sessionId));
+      if (stored.size === 0) await sleep(100);
+    }
+    await sleep(500);
+    stored = new Set(await storedCustomIds(server.url, tenant.token, sessionId));
     expect(stored.size).toBeGreaterThan(0);
     expect(stored.size).toBeLessThan(500);
     expect([...stored].sort()).toEqual(Array.from({ length: stored.size }, (_, i) => `cap-${i}`).sort());
