@@ -208,6 +208,9 @@ export class CommandDelivery {
     // The times stay readable (`writtenAt`) until committed: a command never looks queued meanwhile.
     return this.unmarked.flush((byTime) =>
       this.storage.db.transaction().execute(async (trx) => {
+        // Rows in id order first, as an ack group takes them, or the two can deadlock (PostgreSQL).
+        if (this.storage.skipLocked)
+          await store.lockInOrder(trx, this.storage.dialect, [...byTime.values()].flat());
         for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
       }),
     );

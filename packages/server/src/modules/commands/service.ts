@@ -162,7 +162,9 @@ export class CommandsService {
       else acks.push(w.ack);
     }
     const { dialect, db } = this.storage;
-    const settle = store.settleStatements(db, dialect, acks, this.clock.now());
+    const settle = store.settleStatements(db, dialect, acks, this.clock.now(), {
+      lockInOrder: this.storage.skipLocked,
+    });
     const statementsFor = (rows: CommandRow[]) => [
       ...store.insertStatements(dialect, rows),
       ...settle.statements,

@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
 import {
   type CompiledStatement,
@@ -72,6 +72,41 @@ export function findByIdempotencyKey(db: Kysely<Database>, tenantId: string, ses
     .executeTakeFirst();
 }
 
+/**
+ * Locks commands rows in command id order (`select … order by command_id for update`), where rows are
+ * locked (PostgreSQL). Every transaction that updates several commands rows — a group's acks, the
+ * delivery marks — takes them this way first: `in (…)` locks rows in the order the plan scans them,
+ * and the marks and an ack group deadlocked under load (each holding a row the other wanted).
+ */
+const LOCK_IN_ORDER = new StatementFamily(
+  (n) =>
+    `select command_id from commands where command_id in (${Array(n).fill('?').join(', ')}) ` +
+    'order by command_id for update',
+);
+
+/** The statements that lock these commands rows in id order (empty for fewer than two ids). */
+export function lockStatements(dialect: DialectName, commandIds: readonly string[]): CompiledStatement[] {
+  if (commandIds.length < 2) return [];
+  const sorted = [...new Set(commandIds)].sort();
+  const statements: CompiledStatement[] = [];
+  for (let i = 0; i < sorted.length; i += INSERT_CHUNK) {
+    const chunk = sorted.slice(i, i + INSERT_CHUNK);
+    statements.push(LOCK_IN_ORDER.of(chunk.length).bind(dialect, chunk));
+  }
+  return statements;
+}
+
+/** Runs `lockStatements` in the transaction `trx`. */
+export async function lockInOrder(
+  trx: Kysely<Database>,
+  dialect: DialectName,
+  commandIds: readonly string[],
+) {
+  for (const lock of lockStatements(dialect, commandIds)) {
+    await trx.executeQuery(CompiledQuery.raw(lock.sql, [...lock.parameters]));
+  }
+}
+
 export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {
   // A quick device may have answered already: its answer stays, the delivery time is still recorded.
   for (let i = 0; i < commandIds.length; i += INSERT_CHUNK) {
@@ -116,8 +151,15 @@ export function settleStatements(
   dialect: DialectName,
   settlements: Settlement[],
   now: number,
+  options: { lockInOrder?: boolean } = {},
 ): { statements: CompiledStatement[]; read(results: unknown[][]): (CommandRow | undefined)[] } {
-  const statements: CompiledStatement[] = [];
+  const locks = options.lockInOrder
+    ? lockStatements(
+        dialect,
+        settlements.map((s) => s.commandId),
+      )
+    : [];
+  const statements: CompiledStatement[] = [...locks];
   const plain = settlements.flatMap((s, i) => (s.status === 'acknowledged' && s.error === null ? [i] : []));
   const chunks: number[][] = [];
   for (let c = 0; c < plain.length; c += INSERT_CHUNK) {
@@ -155,7 +197,8 @@ export function settleStatements(
   }
   return {
     statements,
-    read(results) {
+    read(all) {
+      const results = all.slice(locks.length);
       const out: (CommandRow | undefined)[] = new Array(settlements.length).fill(undefined);
       chunks.forEach((chunk, n) => {
         const byId = new Map((results[n] as CommandRow[]).map((r) => [r.command_id, r]));
