@@ -22,7 +22,7 @@ import { ProblemSchema, problemResponses } from './http/schemas.ts';
 import { buildValidator, refuseNul } from './http/validation.ts';
 import { failureWindow, requestBudget } from './limits/index.ts';
 import { authRoutes, SCOPES } from './modules/auth/index.ts';
-import { commandsPlugin } from './modules/commands/index.ts';
+import { batchesPlugin, commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
 import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsPlugin } from './modules/rewards/index.ts';
@@ -248,6 +248,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   await app.register(streamsPlugin, { streams, sessions });
   await app.register(commandsPlugin, { commands, sessions: services.liveSessions });
+  await app.register(batchesPlugin, { batches: services.batches });
   await app.register(realtimePlugin, {
     hub,
     sessions,

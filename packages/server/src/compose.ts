@@ -9,7 +9,7 @@ import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
 import { failureWindow } from './limits/index.ts';
 import { type AuthService, createAuth, KeyRing, type OperatorToken } from './modules/auth/index.ts';
-import { CommandDelivery, CommandsService } from './modules/commands/index.ts';
+import { CommandBatches, CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventRetention, EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
@@ -47,6 +47,8 @@ export interface Services {
   streams: StreamsService;
   delivery: CommandDelivery;
   commands: CommandsService;
+  /** Cohort-wide commands (CONTRACT §12), issued through `commands`. */
+  batches: CommandBatches;
   hub: RealtimeHub;
   webhooks: WebhooksService;
   /** Campaigns, challenges, progress, claims and verification. */
@@ -96,6 +98,10 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     const delivery = new CommandDelivery(storage, clock, bus, presence, log, { remoteWaitMs: 2000 });
     const commands = new CommandsService(storage, clock, delivery, signals, {
       queue: { limit: config.quotas.pendingCommands, shared: config.redisUrl !== null },
+    });
+    const batches = new CommandBatches(storage, clock, commands, sessions, log, {
+      maxSessions: config.cohortCommandMaxSessions,
+      chunk: 500,
     });
     const hub = new RealtimeHub(bus, presence, clock, log, {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
@@ -153,6 +159,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       streams,
       delivery,
       commands,
+      batches,
       hub,
       webhooks,
       rewards,

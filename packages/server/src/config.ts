@@ -38,6 +38,8 @@ export interface Config {
   deviceTokenTtlS: number;
   bodyLimitBytes: number;
   maxEventsPerBatch: number;
+  /** Most live sessions a cohort-wide command goes to (CONTRACT §12); more: 409 `cohort_too_large`. */
+  cohortCommandMaxSessions: number;
   /**
    * Events received more than this many days ago are deleted by the retention sweep (a tenant's own
    * `eventRetentionDays` wins); 0 keeps them forever, so nothing is ever lost silently.
@@ -264,6 +266,7 @@ export function loadConfig(env: Env = process.env): Config {
     deviceTokenTtlS: int(env, 'LIVELINE_DEVICE_TOKEN_TTL_S', 86400, 60, 30 * 86400),
     bodyLimitBytes: int(env, 'LIVELINE_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     maxEventsPerBatch: int(env, 'LIVELINE_MAX_EVENTS_PER_BATCH', 1000, 1, 100000),
+    cohortCommandMaxSessions: int(env, 'LIVELINE_COHORT_COMMAND_MAX_SESSIONS', 10_000, 1, 10_000),
     eventRetentionDays: int(env, 'LIVELINE_EVENT_RETENTION_DAYS', 0, 0, 36500),
     rateLimitTenantRps: int(env, 'LIVELINE_RATE_LIMIT_TENANT_RPS', 2000, 0, 10_000_000),
     rateLimitDeviceRps: int(env, 'LIVELINE_RATE_LIMIT_DEVICE_RPS', 100, 0, 10_000_000),

@@ -150,6 +150,13 @@ export const problems = {
     what: string,
     limit: number,
   ) => conflict(code, `This tenant already has the most ${what} it may have (${limit}).`, { limit }),
+  /** A cohort-wide command (CONTRACT §12) goes to at most `limit` live sessions; nothing was sent. */
+  cohortTooLarge: (limit: number, live: string) =>
+    conflict(
+      'cohort_too_large',
+      `The cohort has ${live} live sessions; a cohort-wide command goes to at most ${limit}. Nothing was sent.`,
+      { limit },
+    ),
   // 413, 415, 429, 5xx
   payloadTooLarge: (detail: string) => new ProblemError(413, 'payload_too_large', detail),
   unsupportedMediaType: (detail: string) => new ProblemError(415, 'unsupported_media_type', detail),

@@ -14,6 +14,8 @@ export interface Database {
   events: EventsTable;
   commands: CommandsTable;
   command_answers: CommandAnswersTable;
+  command_batches: CommandBatchesTable;
+  command_batch_refusals: CommandBatchRefusalsTable;
   session_streams: SessionStreamsTable;
   stream_intervals: StreamIntervalsTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -104,6 +106,31 @@ export interface CommandsTable {
   error: string | null;
   idempotency_key: string | null;
   request_hash: string | null;
+  /** The cohort-wide command this one is part of (migration 013); null for a per-session command. */
+  batch_id: string | null;
+}
+
+/** A cohort-wide command (CONTRACT §12, migration 013): its commands carry its id in `batch_id`. */
+export interface CommandBatchesTable {
+  batch_id: string;
+  tenant_id: string;
+  tenant_cohort_id: string;
+  name: string;
+  issued_at: number;
+  /** Live sessions of the cohort it was sent to. */
+  total: number;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  /** The first 202 body, exactly as sent; null until the batch has been issued. */
+  answer: string | null;
+}
+
+/** A session of a batch whose state refused the command (no command row was written for it). */
+export interface CommandBatchRefusalsTable {
+  batch_id: string;
+  session_id: string;
+  code: string;
+  detail: string;
 }
 
 /** The first answer to a command request with an Idempotency-Key, kept to be sent again as it was. */

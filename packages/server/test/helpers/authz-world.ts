@@ -82,6 +82,7 @@ export const PATH_PARAMS: Record<string, ParamSpec> = {
   challengeId: { owner: 'tenant', value: (w) => w.challenge() },
   webhookId: { owner: 'tenant', value: (w) => w.webhook() },
   deliveryId: { owner: 'tenant', value: (w) => w.delivery() },
+  batchId: { owner: 'tenant', value: (w) => w.batch() },
 };
 
 /** Routes that take no token at all (CONTRACT §1, §7, §9). Any other route without one fails the matrix. */
@@ -177,6 +178,7 @@ const BODIES: Record<string, (shared: Shared) => Body> = {
     },
   }),
   'POST /sessions/{SessionId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
+  'POST /cohorts/{TenantCohortId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
   'POST /webhooks': (s) => ({ json: { url: s.webhookUrl } }),
   'PATCH /webhooks/{webhookId}': () => ({ json: { description: 'renamed' } }),
   'POST /webhooks/{webhookId}/replay': () => ({ json: { since: Date.now() - 60_000 } }),
@@ -267,6 +269,18 @@ export class TenantWorld {
         this.call('POST', `/sessions/${sessionId}/realtime/commands`, { name: 'text', data: 'hi' }),
       );
       return String(body.commandId);
+    });
+  }
+
+  /** A cohort-wide command to tenant A's cohort (its one session). */
+  batch() {
+    return this.once('batch', async () => {
+      await this.session();
+      const body = await ok(
+        'batch',
+        this.call('POST', `/cohorts/${COHORT}/realtime/commands`, { name: 'text', data: 'hi' }),
+      );
+      return String(body.batchId);
     });
   }
 

@@ -1,5 +1,7 @@
+export { type BatchEntry, type BatchOptions, type CohortSessions, CommandBatches } from './batches.ts';
 export { CommandDelivery, type CommandTransport } from './delivery.ts';
 export { type CommandsPluginOptions, commandsPlugin } from './routes.ts';
+export { type BatchesPluginOptions, batchesPlugin } from './routes-batches.ts';
 export {
   type AckResult,
   type CommandStatus,

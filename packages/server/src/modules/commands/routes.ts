@@ -15,7 +15,7 @@ import type { CommandsService } from './service.ts';
 import { commandDataErrors } from './validation.ts';
 
 const SessionParams = Type.Object({ SessionId: Uuid }, { additionalProperties: false });
-const TtlQuery = Type.Object(
+export const TtlQuery = Type.Object(
   {
     ttlSeconds: Type.Optional(
       Int32(
@@ -27,7 +27,7 @@ const TtlQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const NoBody = Type.Object({}, { additionalProperties: false, description: 'No body (or `{}`).' });
+export const NoBody = Type.Object({}, { additionalProperties: false, description: 'No body (or `{}`).' });
 
 const CommandSchema = Type.Object(
   {
@@ -41,11 +41,12 @@ const CommandSchema = Type.Object(
     deliveredAt: Nullable(Timestamp()),
     settledAt: Nullable(Timestamp()),
     error: Type.Unknown({ description: 'What the device said when it refused the command.' }),
+    batchId: Nullable(Uuid),
   },
   { $id: 'Command' },
 );
 
-const EnvelopeBody = Type.Object(
+export const EnvelopeBody = Type.Object(
   {
     name: Type.String({
       minLength: 1,
@@ -104,7 +105,7 @@ function requestHash(request: FastifyRequest) {
 }
 
 /** The request's Idempotency-Key and, with one, the digest that tells a retry from another request. */
-function keyOf(request: FastifyRequest) {
+export function keyOf(request: FastifyRequest) {
   const key = idempotencyKey(request);
   return { idempotencyKey: key, requestHash: key === null ? null : requestHash(request) };
 }
@@ -130,7 +131,7 @@ type App = FastifyInstance;
 
 const accepted = { 202: Type.Ref('Command'), ...problemResponses(400, 401, 403, 404, 409, 415, 429) };
 const BASE = '/sessions/:SessionId/realtime/commands';
-const commandRoute = {
+export const commandRoute = {
   config: { auth: { tenant: 'commands:send' } },
   preValidation: noBodyIsEmptyObject,
 } as const;
@@ -231,7 +232,7 @@ function registerEnvelopeCommand(app: App, send: Send) {
 }
 
 /** The envelope `{name, data}`, checked in full; 400 with every problem's path otherwise. */
-function checkEnvelope(raw: unknown): { name: string; data: unknown } {
+export function checkEnvelope(raw: unknown): { name: string; data: unknown } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw problems.validation('The body must be a JSON object {name, data}.', [
       { path: '', message: 'must be object' },

@@ -3,7 +3,7 @@ import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
-import { type ProblemError, problems } from '../../http/problem.ts';
+import { ProblemError, problems } from '../../http/problem.ts';
 import type { CommandOutcome, SettledCommand, Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { SessionRow } from '../sessions/index.ts';
@@ -21,11 +21,15 @@ export interface IssueCommand {
   idempotencyKey: string | null;
   /** Digest of the request, so a reused Idempotency-Key with another request is refused. */
   requestHash: string | null;
+  /** The cohort-wide command (CONTRACT §12) this one is part of. */
+  batchId?: string | null;
 }
 
 /**
  * Runs in the command's transaction before its row is written (the streams module moves its state
  * machine here, so both happen or neither); may refuse with a problem, or add fields to the data.
+ * A refusal (a thrown problem, status below 500) must come before the hook writes anything: the
+ * command is left out and the other commands of its group still commit in the same transaction.
  */
 export type IssueHook = (
   trx: Kysely<Database>,
@@ -125,6 +129,7 @@ export class CommandsService {
         error: null,
         idempotency_key: input.idempotencyKey,
         request_hash: input.requestHash,
+        batch_id: input.batchId ?? null,
       },
     };
     let row: CommandRow;
@@ -171,16 +176,17 @@ export class CommandsService {
     ];
     const answers = (results: unknown[][]) =>
       settle.read(results.slice(results.length - settle.statements.length));
-    let rows: CommandRow[];
+    let rows: (CommandRow | undefined)[];
     let settledRows: (CommandRow | undefined)[];
     if (inserts.every((i) => i.hook === undefined) && acks.every((a) => !a.hooked)) {
-      rows = inserts.map((i) => i.row);
-      settledRows = answers(await this.storage.atomically(statementsFor(rows)));
+      const plain = inserts.map((i) => i.row);
+      rows = plain;
+      settledRows = answers(await this.storage.atomically(statementsFor(plain)));
     } else {
       [rows, settledRows] = await db.transaction().execute(async (trx) => {
         const hooked = await this.runHooks(trx, inserts);
         const out: unknown[][] = [];
-        for (const s of statementsFor(hooked)) {
+        for (const s of statementsFor(hooked.filter((row) => row !== undefined))) {
           out.push((await trx.executeQuery(CompiledQuery.raw(s.sql, [...s.parameters]))).rows);
         }
         const settledNow = answers(out);
@@ -201,13 +207,26 @@ export class CommandsService {
     if (hook) await hook(trx, settled(row, outcome));
   }
 
-  /** The hooks run in order (a stream's compare-and-set); each may add fields to its command's data. */
+  /**
+   * The hooks run in order (a stream's compare-and-set); each may add fields to its command's data,
+   * or refuse it (its `refused`; no row): the group's other commands go on (a cohort's stream
+   * command refused by the sessions already streaming).
+   */
   private async runHooks(trx: Kysely<Database>, items: PendingInsert[]) {
-    const rows: CommandRow[] = [];
-    for (const { row, session, hook } of items) {
-      const extra = hook
-        ? await hook(trx, session, { commandId: row.command_id, data: JSON.parse(row.data) })
-        : undefined;
+    const rows: (CommandRow | undefined)[] = [];
+    for (const item of items) {
+      const { row, session, hook } = item;
+      let extra: Record<string, unknown> | undefined;
+      try {
+        extra = hook
+          ? await hook(trx, session, { commandId: row.command_id, data: JSON.parse(row.data) })
+          : undefined;
+      } catch (err) {
+        if (!(err instanceof ProblemError) || err.status >= 500) throw err;
+        item.refused = err;
+        rows.push(undefined);
+        continue;
+      }
       rows.push(
         extra ? { ...row, data: JSON.stringify({ ...(JSON.parse(row.data) as object), ...extra }) } : row,
       );
@@ -294,7 +313,9 @@ export class CommandsService {
     verdicts.forEach((refusal, n) => {
       if (refusal) inserts[n].refused = refusal;
     });
-    const kept = writes.filter((w) => !('insert' in w && w.insert.refused));
+    const kept: LogWrite[] = [];
+    // Where each write is in `kept` (-1: refused by its queue). A hook may refuse a kept one too.
+    const at = writes.map((w) => ('insert' in w && w.insert.refused ? -1 : kept.push(w) - 1));
     const rows = kept.length > 0 ? await this.writeLog(kept) : [];
     kept.forEach((w, n) => {
       const row = rows[n];
@@ -302,8 +323,7 @@ export class CommandsService {
       if ('insert' in w) this.queues.added(row);
       else this.queues.settled(row.session_id, row.command_id);
     });
-    let k = 0;
-    return writes.map((w) => ('insert' in w && w.insert.refused ? undefined : rows[k++]));
+    return at.map((k) => (k < 0 ? undefined : rows[k]));
   }
 
   /**
@@ -401,6 +421,7 @@ export class CommandsService {
       deliveredAt: row.delivered_at,
       settledAt: row.settled_at ?? (status === 'expired' ? row.expires_at : null),
       error: row.error === null ? null : (JSON.parse(row.error) as unknown),
+      batchId: row.batch_id,
     };
   }
 }

@@ -25,7 +25,7 @@ describe.each(backends.filter((b) => b === 'postgres'))('commands rows locked in
 
   beforeAll(async () => {
     storage = await openStorage({
-      databaseUrl: process.env.DATABASE_URL,
+      databaseUrl: process.env.DATABASE_URL ?? null,
       databaseSchema: schema,
       dataDir,
       sqliteSynchronous: 'NORMAL',
@@ -55,6 +55,7 @@ describe.each(backends.filter((b) => b === 'postgres'))('commands rows locked in
         settled_at: null,
         error: null,
         idempotency_key: null,
+        batch_id: null,
         request_hash: null,
       }));
       await storage.atomically(store.insertStatements(storage.dialect, rows));

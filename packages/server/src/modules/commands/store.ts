@@ -11,7 +11,7 @@ import type { CommandAnswersTable, CommandsTable } from '../../storage/schema.ts
 
 export type CommandRow = Selectable<CommandsTable>;
 
-/** Rows per insert statement (13 columns each: well inside every backend's bind-parameter limit). */
+/** Rows per insert statement (14 columns each: well inside every backend's bind-parameter limit). */
 const INSERT_CHUNK = 500;
 
 const COLUMNS = [
@@ -28,6 +28,7 @@ const COLUMNS = [
   'error',
   'idempotency_key',
   'request_hash',
+  'batch_id',
 ] as const satisfies readonly (keyof CommandRow)[];
 
 const INSERT = new StatementFamily(
@@ -335,8 +336,9 @@ export async function keepAnswer(db: Kysely<Database>, answer: CommandAnswerRow)
   return inserted ?? (await findAnswer(db, answer.command_id)) ?? answer;
 }
 
-/** Deletes a session's commands and their kept answers. */
+/** Deletes a session's commands, their kept answers, and its refusals in cohort batches. */
 export async function deleteSessionCommands(db: Kysely<Database>, sessionId: string) {
+  await db.deleteFrom('command_batch_refusals').where('session_id', '=', sessionId).execute();
   await db
     .deleteFrom('command_answers')
     .where(

@@ -283,6 +283,11 @@ export class SessionsService {
     );
   }
 
+  /** The live sessions of a tenant's cohort right now, in session id order, at most `limit`. */
+  liveInCohort(tenantId: string, tenantCohortId: string, limit: number) {
+    return store.liveInCohort(this.storage.db, tenantId, tenantCohortId, limit);
+  }
+
   list(filter: store.SessionFilter, page: PageRequest) {
     return store.listSessions(this.storage.db, filter, page);
   }

@@ -188,6 +188,22 @@ export function startOrderQuery(
   return query.orderBy('started_at').orderBy('session_id').limit(limit);
 }
 
+/**
+ * The live sessions of a tenant's cohort, in session id order, at most `limit` (a cohort-wide
+ * command's recipients): one range of `sessions_tenant_cohort_status_seen` (migration 008).
+ */
+export function liveInCohort(db: Kysely<Database>, tenantId: string, tenantCohortId: string, limit: number) {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('tenant_cohort_id', '=', tenantCohortId)
+    .where('status', '=', 'live')
+    .orderBy('session_id')
+    .limit(limit)
+    .execute();
+}
+
 /** Deletes a session's row; false when it was already gone. */
 export async function deleteSession(db: Kysely<Database>, sessionId: string): Promise<boolean> {
   const gone = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
