@@ -28,6 +28,7 @@ import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsPlugin } from './modules/rewards/index.ts';
 import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
+import { tailPlugin } from './modules/tail/index.ts';
 import { TenantExport, tenantExportPlugin } from './modules/tenant-export/index.ts';
 import { webhooksPlugin } from './modules/webhooks/index.ts';
 
@@ -103,6 +104,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    // Live tails never end by themselves: they end here, or closing would wait for their readers.
+    services.tail.close();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('Connection', 'close');
@@ -264,6 +267,10 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
   await app.register(tenantExportPlugin, {
     exporter: new TenantExport({ auth: services.auth, sessions, events }),
+  });
+  await app.register(tailPlugin, {
+    tail: services.tail,
+    hasSession: async (tenantId, sessionId) => (await sessions.findForTenant(tenantId, sessionId)) !== null,
   });
   // The web console and the viewer page (CONTRACT §10), built by @liveline/console.
   await app.register(pagesPlugin, {});

@@ -15,6 +15,7 @@ import { RealtimeHub } from './modules/realtime/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
 import { LiveSessions, SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
+import { TailHub, TailStore } from './modules/tail/index.ts';
 import { createWebhooks, type WebhooksService } from './modules/webhooks/index.ts';
 import type { Outbox } from './outbox.ts';
 import { Signals } from './signals.ts';
@@ -50,6 +51,8 @@ export interface Services {
   /** Cohort-wide commands (CONTRACT §12), issued through `commands`. */
   batches: CommandBatches;
   hub: RealtimeHub;
+  /** The live tail's readers on this process (CONTRACT §11). */
+  tail: TailHub;
   webhooks: WebhooksService;
   /** Campaigns, challenges, progress, claims and verification. */
   rewards: Rewards;
@@ -106,6 +109,17 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     const hub = new RealtimeHub(bus, presence, clock, log, {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
+    const tail = new TailHub(
+      new TailStore(storage.db, storage.dialect),
+      clock,
+      log,
+      {
+        ...config.tail,
+        backlogMs: 24 * 3600_000,
+        pageSize: 1000,
+      },
+      metrics.tail,
+    );
     const auth = await createAuth({ storage, clock, config, keys });
     const retention = new EventRetention(
       storage,
@@ -161,12 +175,14 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       commands,
       batches,
       hub,
+      tail,
       webhooks,
       rewards,
       outbox: webhooks.outbox,
       jobs: [],
       workers: webhooks.workers(),
       async close() {
+        tail.close();
         // What was noted in memory to be written in batches (contact, delivery times) is written now.
         await sessions.flushContacts().catch(() => {});
         await delivery.flushMarks().catch(() => {});

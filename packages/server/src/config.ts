@@ -28,6 +28,8 @@ export interface Config {
   sessionIdleTimeoutS: number;
   streamGraceS: number;
   heartbeatIntervalMs: number;
+  /** The live tail (CONTRACT §11): how often new events are read, keep-alive comments, slow readers. */
+  tail: { pollMs: number; keepAliveMs: number; maxBufferedBytes: number };
   commandSweepIntervalMs: number;
   wsMaxMessageBytes: number;
   /** Unprocessed messages of one device socket at which the server stops reading it (resumes at half). */
@@ -258,6 +260,11 @@ export function loadConfig(env: Env = process.env): Config {
     sessionIdleTimeoutS: int(env, 'LIVELINE_SESSION_IDLE_TIMEOUT_S', 600, 1, 30 * 86400),
     streamGraceS: int(env, 'LIVELINE_STREAM_GRACE_S', 60, 1, 86400),
     heartbeatIntervalMs: int(env, 'LIVELINE_HEARTBEAT_INTERVAL_MS', 15000, 100, 600000),
+    tail: {
+      pollMs: int(env, 'LIVELINE_TAIL_POLL_MS', 50, 5, 10_000),
+      keepAliveMs: int(env, 'LIVELINE_TAIL_KEEPALIVE_MS', 15_000, 100, 600_000),
+      maxBufferedBytes: int(env, 'LIVELINE_TAIL_MAX_BUFFER_BYTES', 4 * 1024 * 1024, 4096, 1024 * 1024 * 1024),
+    },
     commandSweepIntervalMs: int(env, 'LIVELINE_COMMAND_SWEEP_MS', 1000, 50, 60000),
     wsMaxMessageBytes: int(env, 'LIVELINE_WS_MAX_MESSAGE_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     wsPausePending,

@@ -20,7 +20,21 @@ export interface SettledCommand {
  */
 export interface SignalMap {
   'command.settled': SettledCommand;
-  'session.ended': { sessionId: string; tenantId: string; endedAt: number; reason: string };
+  'session.started': {
+    sessionId: string;
+    tenantId: string;
+    playerId: string;
+    tenantCohortId: string | null;
+    startedAt: number;
+  };
+  'session.ended': {
+    sessionId: string;
+    tenantId: string;
+    playerId: string;
+    tenantCohortId: string | null;
+    endedAt: number;
+    reason: string;
+  };
 }
 
 type Handler<T> = (payload: T) => Promise<void> | void;

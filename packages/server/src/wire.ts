@@ -1,6 +1,7 @@
+import type { PresenceChange } from './bus/index.ts';
 import type { Services } from './compose.ts';
 import { CLOSE } from './modules/realtime/index.ts';
-import { eventSession } from './modules/sessions/index.ts';
+import { eventSession, type SessionRow } from './modules/sessions/index.ts';
 import { STREAM_COMMAND_NAMES } from './modules/streams/index.ts';
 import type { StoredEvent } from './modules/webhooks/index.ts';
 
@@ -30,6 +31,8 @@ export function wire(s: Services) {
     signals,
     webhooks,
     auth,
+    tail,
+    clock,
   } = s;
 
   // --- a command ------------------------------------------------------------------------------------
@@ -50,8 +53,22 @@ export function wire(s: Services) {
   });
   delivery.useTransport(hub);
   hub.handle({
-    opened: (line) => delivery.opened(line.session.session_id, line.connectionId),
-    closed: (line) => delivery.closed(line.session.session_id, line.connectionId),
+    opened: async (line) => {
+      void bus.publish({
+        type: 'presence',
+        presence: presenceOf(line.session, 'device.connected', clock.now()),
+      });
+      await delivery.opened(line.session.session_id, line.connectionId);
+    },
+    closed: (line) => {
+      delivery.closed(line.session.session_id, line.connectionId);
+      // A socket replaced by the device's newer one is no departure.
+      if (!line.replaced)
+        void bus.publish({
+          type: 'presence',
+          presence: presenceOf(line.session, 'device.disconnected', clock.now()),
+        });
+    },
     ack: async (_line, { commandId, ok, error }) => {
       const result = await commands.acknowledge(_line.session.session_id, commandId, ok, error);
       if (result === 'unknown')
@@ -161,4 +178,48 @@ export function wire(s: Services) {
   signals.on('session.ended', ({ sessionId }) =>
     bus.publish({ type: 'close', sessionId, code: CLOSE.sessionEnded, reason: 'the session has ended' }),
   );
+
+  // --- the live tail (CONTRACT §11) ----------------------------------------------------------------
+  // Events reach its readers from the store (every process reads what any process stored); presence
+  // comes over the bus, so a reader on any process hears of a device on any other.
+  signals.on('session.started', (s) =>
+    bus.publish({
+      type: 'presence',
+      presence: {
+        kind: 'session.started',
+        tenantId: s.tenantId,
+        sessionId: s.sessionId,
+        playerId: s.playerId,
+        tenantCohortId: s.tenantCohortId,
+        at: s.startedAt,
+      },
+    }),
+  );
+  signals.on('session.ended', (s) =>
+    bus.publish({
+      type: 'presence',
+      presence: {
+        kind: 'session.ended',
+        tenantId: s.tenantId,
+        sessionId: s.sessionId,
+        playerId: s.playerId,
+        tenantCohortId: s.tenantCohortId,
+        at: s.endedAt,
+      },
+    }),
+  );
+  bus.subscribe((message) => {
+    if (message.type === 'presence') tail.presence(message.presence);
+  });
+}
+
+function presenceOf(session: SessionRow, kind: PresenceChange['kind'], at: number): PresenceChange {
+  return {
+    kind,
+    tenantId: session.tenant_id,
+    sessionId: session.session_id,
+    playerId: session.player_id,
+    tenantCohortId: session.tenant_cohort_id,
+    at,
+  };
 }

@@ -31,7 +31,19 @@ export type BusMessage =
    * Tokens were revoked, or the signing keys changed, on `origin` (CONTRACT §15): every node updates
    * what it keeps in memory (keys: reads them again) and closes the sockets of revoked tokens (4003).
    */
-  | { type: 'auth.changed'; origin: string; change: AuthChange };
+  | { type: 'auth.changed'; origin: string; change: AuthChange }
+  /** A session started or ended, or its device connected or went (the live tail's presence, CONTRACT §11). */
+  | { type: 'presence'; presence: PresenceChange };
+
+/** What `presence` carries (the tail module's `PresenceNote`). */
+export interface PresenceChange {
+  kind: 'session.started' | 'session.ended' | 'device.connected' | 'device.disconnected';
+  tenantId: string;
+  sessionId: string;
+  playerId: string;
+  tenantCohortId: string | null;
+  at: number;
+}
 
 /** What `auth.changed` carries (the auth module's `AuthChange`). */
 export type AuthChange =

@@ -1,12 +1,23 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** One registry per server instance (tests run several in one process). */
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'liveline_' });
+  const tailReaders = new Gauge({
+    name: 'liveline_tail_readers',
+    help: 'Live tail (SSE) readers connected to this process.',
+    registers: [registry],
+  });
+  const tailCutOff = new Counter({
+    name: 'liveline_tail_cut_off_total',
+    help: 'Live tail readers disconnected for leaving too much unread.',
+    registers: [registry],
+  });
   return {
+    tail: { readers: (n: number) => tailReaders.set(n), cutOff: () => tailCutOff.inc() },
     registry,
     httpDuration: new Histogram({
       name: 'liveline_http_request_duration_seconds',

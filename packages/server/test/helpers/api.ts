@@ -21,6 +21,11 @@ export async function call<T = Record<string, unknown>>(
     headers['content-type'] ??= 'application/json';
   }
   const res = await fetch(base + path, { method, headers, body });
+  // A live tail (text/event-stream) never ends by itself: its head is the answer.
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, headers: res.headers, body: null as T, text: '' };
+  }
   const text = await res.text();
   let parsed: unknown = null;
   try {

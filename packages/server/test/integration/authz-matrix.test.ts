@@ -67,6 +67,11 @@ async function send(base: string, method: string, path: string, token: string | 
     payload = JSON.stringify(body.json);
   } else if (body && 'form' in body) payload = body.form();
   const res = await fetch(base + path, { method, headers, body: payload });
+  // A live tail (text/event-stream) never ends by itself: its head is the answer.
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, headers: res.headers, text: '', body: null };
+  }
   const text = await res.text();
   let parsed: Record<string, unknown> | null = null;
   try {

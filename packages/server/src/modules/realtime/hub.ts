@@ -15,6 +15,8 @@ export interface DeviceLine {
   connectionId: string;
   session: SessionRow;
   principal: DevicePrincipal;
+  /** Closed because a newer connection took the session over (4001): the device is still there. */
+  replaced: boolean;
 }
 
 type AckMessage = Extract<DeviceMessage, { type: 'ack' }>;
@@ -200,6 +202,7 @@ export class RealtimeHub {
       inbox: Promise.resolve(),
       lastTouch: 0,
       alive: true,
+      replaced: false,
       limits,
       pending: 0,
       pendingBytes: 0,
@@ -210,7 +213,10 @@ export class RealtimeHub {
     const previous = this.bySession.get(sessionId);
     this.bySession.set(sessionId, conn);
     this.byId.set(conn.connectionId, conn);
-    if (previous) previous.socket.close(CLOSE.replaced, 'replaced by a newer connection');
+    if (previous) {
+      previous.replaced = true;
+      previous.socket.close(CLOSE.replaced, 'replaced by a newer connection');
+    }
     socket.on('pong', () => {
       conn.alive = true;
     });
@@ -238,6 +244,7 @@ export class RealtimeHub {
     if (!conn) return;
     if (message.type === 'takeover' && message.connectionId !== conn.connectionId) {
       this.bySession.delete(message.sessionId);
+      conn.replaced = true;
       conn.socket.close(CLOSE.replaced, 'replaced by a newer connection');
     } else if (message.type === 'close') conn.socket.close(message.code, message.reason);
   }

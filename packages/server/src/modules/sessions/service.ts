@@ -144,8 +144,12 @@ export class SessionsService {
     return out;
   }
 
-  create(principal: DevicePrincipal, body: { tenantCohortId?: string; device?: Record<string, string> }) {
-    return this.starts.submit(
+  /** Starts a session (group-committed with concurrent starts); `session.started` follows the commit. */
+  async create(
+    principal: DevicePrincipal,
+    body: { tenantCohortId?: string; device?: Record<string, string> },
+  ) {
+    const row = await this.starts.submit(
       store.sessionRow({
         tenantId: principal.tenantId,
         playerId: principal.playerId,
@@ -155,6 +159,14 @@ export class SessionsService {
         now: this.clock.now(),
       }),
     );
+    await this.signals.emit('session.started', {
+      sessionId: row.session_id,
+      tenantId: row.tenant_id,
+      playerId: row.player_id,
+      tenantCohortId: row.tenant_cohort_id,
+      startedAt: row.started_at,
+    });
+    return row;
   }
 
   async findForTenant(tenantId: string, sessionId: string) {
@@ -216,6 +228,8 @@ export class SessionsService {
     await this.signals.emit('session.ended', {
       sessionId: row.session_id,
       tenantId: row.tenant_id,
+      playerId: row.player_id,
+      tenantCohortId: row.tenant_cohort_id,
       endedAt: row.ended_at ?? this.clock.now(),
       reason: row.end_reason ?? 'device',
     });

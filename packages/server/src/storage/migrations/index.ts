@@ -10,6 +10,7 @@ import * as m008 from './008-list-indexes.ts';
 import * as m009 from './009-open-commands.ts';
 import * as m010 from './010-event-retention.ts';
 import * as m011 from './011-webhook-fanout.ts';
+import * as m012 from './012-event-tail.ts';
 import * as m013 from './013-command-batches.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
@@ -25,6 +26,7 @@ const all: Record<string, Migration> = {
   '009-open-commands': m009,
   '010-event-retention': m010,
   '011-webhook-fanout': m011,
+  '012-event-tail': m012,
   '013-command-batches': m013,
 };
 

@@ -1,0 +1,262 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
+import { TestSocket } from '../helpers/device-socket.ts';
+import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+import { openTail, type SseReader } from '../helpers/sse.ts';
+
+type Json = Record<string, unknown>;
+
+/** The live tail (CONTRACT §11) through a real server: real HTTP streams, devices, both stores. */
+describe.each(backends)('live tail (%s)', (backend) => {
+  let server: TestServer;
+  let base: string;
+  let a: TenantFixture;
+  let b: TenantFixture;
+  const readers: SseReader[] = [];
+
+  async function tail(path: string, token = a.token, lastEventId?: string) {
+    const reader = await openTail(base, path, token, lastEventId);
+    readers.push(reader);
+    return reader;
+  }
+
+  async function device(t: TenantFixture, cohort?: string) {
+    const playerId = `p-${randomUUID()}`;
+    const token = await deviceToken(base, t.token, playerId, cohort);
+    const res = await call(base, 'POST', '/client/v1/sessions', { token, json: {} });
+    expect(res.status).toBe(201);
+    return { token, playerId, sessionId: String(res.body.sessionId) };
+  }
+
+  async function ingest(d: { token: string; sessionId: string }, ids: string[], eventType = 'Custom') {
+    const events = ids.map((id, i) => ({
+      id,
+      eventType,
+      timestamp: Date.now() - i,
+      ...(eventType === 'Error' ? { severity: 'Error', message: id } : { custom01: id }),
+    }));
+    const res = await call(base, 'POST', `/sessions/${d.sessionId}/Events`, {
+      token: d.token,
+      json: { events },
+    });
+    expect(res.status, res.text).toBe(200);
+  }
+
+  const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const received = (reader: SseReader) => reader.events().map((m) => String(m.data.id));
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, {
+      LIVELINE_RATE_LIMIT_TENANT_RPS: '0',
+      LIVELINE_RATE_LIMIT_DEVICE_RPS: '0',
+      LIVELINE_TAIL_KEEPALIVE_MS: '300',
+      LIVELINE_TAIL_MAX_BUFFER_BYTES: String(64 * 1024),
+    });
+    base = server.url;
+    a = await createTenant(base, server.adminToken);
+    b = await createTenant(base, server.adminToken);
+  });
+  afterAll(async () => {
+    for (const r of readers) r.close();
+    await server?.close();
+  });
+
+  it('sends every stored event of the tenant once, as id / event / data, and nothing of another tenant', async () => {
+    const reader = await tail('/events/stream');
+    expect(reader.status).toBe(200);
+    expect(reader.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(reader.headers['cache-control']).toBe('no-store');
+    const d = await device(a);
+    const other = await device(b);
+    await ingest(other, ids('b', 3));
+    await ingest(d, ids('a', 5));
+    await reader.until(() => reader.events().length >= 5);
+    // Nothing more comes (B's events, a repeat) once the store has been read past them.
+    await ingest(d, ['a-last']);
+    await reader.until(() => received(reader).includes('a-last'));
+    expect(received(reader)).toEqual([...ids('a', 5), 'a-last']);
+    const first = reader.events()[0];
+    expect(first.event).toBe('Custom');
+    expect(first.data).toMatchObject({
+      id: 'a-0',
+      eventType: 'Custom',
+      custom01: 'a-0',
+      sessionId: d.sessionId,
+    });
+    // The data is the event as GET /sessions/{id} returns it.
+    const session = await call<{ events: Json[] }>(base, 'GET', `/sessions/${d.sessionId}`, {
+      token: a.token,
+    });
+    expect(session.body.events.find((e) => e.id === 'a-0')).toEqual(first.data);
+    expect(new Set(reader.events().map((m) => m.id)).size).toBe(6);
+  });
+
+  it('resumes after Last-Event-ID with the events stored meanwhile: no gap, no repeat', async () => {
+    const d = await device(a);
+    const path = `/sessions/${d.sessionId}/events/stream`;
+    const first = await tail(path);
+    await ingest(d, ids('one', 4));
+    await first.until(() => first.events().length === 4);
+    const last = first.lastId();
+    first.close();
+    // Stored while nobody read, in several requests.
+    await ingest(d, ids('two', 3));
+    await ingest(d, ids('three', 2));
+    const again = await tail(path, a.token, last);
+    await again.until(() => again.events().length >= 5);
+    await ingest(d, ids('four', 2));
+    await again.until(() => again.events().length >= 7);
+    expect(received(again)).toEqual([...ids('two', 3), ...ids('three', 2), ...ids('four', 2)]);
+    // Resuming from the newest id again gets nothing old.
+    const third = await tail(path, a.token, again.lastId());
+    await ingest(d, ['five']);
+    await third.until(() => third.events().length >= 1);
+    expect(received(third)).toEqual(['five']);
+  });
+
+  it('a tenant-wide reader resuming gets the events of every session stored while it was away, in one order', async () => {
+    const first = await tail('/events/stream');
+    const d1 = await device(a);
+    const d2 = await device(a);
+    await ingest(d1, ['x-0']);
+    await first.until(() => received(first).includes('x-0'));
+    const last = first.lastId();
+    first.close();
+    await Promise.all([ingest(d1, ids('y1', 20)), ingest(d2, ids('y2', 20))]);
+    const again = await tail('/events/stream', a.token, last);
+    await again.until(() => again.events().length >= 40);
+    expect(received(again).sort()).toEqual([...ids('y1', 20), ...ids('y2', 20)].sort());
+    // A reader that was there all along saw the same events in the same order.
+    const live = await tail('/events/stream', a.token, last);
+    await live.until(() => live.events().length >= 40);
+    expect(received(live)).toEqual(received(again));
+  });
+
+  it('filters by event type, cohort and session', async () => {
+    const cohort = `c-${randomUUID()}`;
+    const inCohort = await device(a, cohort);
+    const outside = await device(a);
+    const errors = await tail('/events/stream?eventType=Error');
+    const both = await tail('/events/stream?eventType=Error&eventType=Custom');
+    const ofCohort = await tail(`/cohorts/${cohort}/events/stream`);
+    const ofSession = await tail(`/sessions/${outside.sessionId}/events/stream`);
+    await ingest(inCohort, ['c-custom']);
+    await ingest(inCohort, ['c-error'], 'Error');
+    await ingest(outside, ['o-custom']);
+    await ingest(outside, ['o-error'], 'Error');
+    await both.until(() => both.events().length >= 4);
+    await ofSession.until(() => ofSession.events().length >= 2);
+    await ofCohort.until(() => ofCohort.events().length >= 2);
+    await errors.until(() => errors.events().length >= 2);
+    expect(received(errors)).toEqual(['c-error', 'o-error']);
+    expect(errors.events().every((m) => m.event === 'Error')).toBe(true);
+    expect(received(both)).toEqual(['c-custom', 'c-error', 'o-custom', 'o-error']);
+    expect(received(ofCohort)).toEqual(['c-custom', 'c-error']);
+    expect(received(ofSession)).toEqual(['o-custom', 'o-error']);
+  });
+
+  it('presence: session.started, device.connected, device.disconnected and session.ended', async () => {
+    const cohort = `c-${randomUUID()}`;
+    const reader = await tail(`/cohorts/${cohort}/events/stream`);
+    const onlyStarts = await tail(`/cohorts/${cohort}/events/stream?eventType=session.started`);
+    const d = await device(a, cohort);
+    const socket = await TestSocket.open(base, d.sessionId, d.token);
+    await socket.ofType('welcome');
+    // A newer socket replaces the first (4001): the device never left.
+    const second = await TestSocket.open(base, d.sessionId, d.token);
+    await socket.waitClosed();
+    await second.close();
+    const end = await call(base, 'POST', `/client/v1/sessions/${d.sessionId}/end`, { token: d.token });
+    expect(end.status).toBe(200);
+    await reader.until(() => reader.presence().some((m) => m.event === 'session.ended'));
+    const kinds = reader.presence().map((m) => m.event);
+    expect(kinds).toEqual([
+      'session.started',
+      'device.connected',
+      'device.connected',
+      'device.disconnected',
+      'session.ended',
+    ]);
+    for (const m of reader.presence()) {
+      expect(m.data).toMatchObject({ sessionId: d.sessionId, playerId: d.playerId, tenantCohortId: cohort });
+      expect(typeof m.data.at).toBe('number');
+    }
+    // The session's own SessionEnd event comes too, with an id.
+    await reader.until(() => reader.events().some((m) => m.event === 'SessionEnd'));
+    expect(onlyStarts.presence().map((m) => m.event)).toEqual(['session.started']);
+  });
+
+  it('sends a keep-alive comment when nothing happens', async () => {
+    const reader = await tail(`/cohorts/quiet-${randomUUID()}/events/stream`);
+    await reader.until(() => reader.comments.filter((c) => c.includes('keep-alive')).length >= 2, 5000);
+    expect(reader.events()).toEqual([]);
+  });
+
+  it('cuts off a reader that stops reading instead of buffering for it', async () => {
+    const d = await device(a);
+    const slow = await tail(`/sessions/${d.sessionId}/events/stream`);
+    const steady = await tail(`/sessions/${d.sessionId}/events/stream`);
+    slow.pause();
+    const big = 'x'.repeat(1000);
+    const cutOff = async () =>
+      /^liveline_tail_cut_off_total [1-9]/m.test(await (await fetch(`${base}/metrics`)).text());
+    // Until it is cut off: the socket buffers on both sides (several MiB on loopback) fill first.
+    let sent = 0;
+    for (let batch = 0; batch < 150 && !(await cutOff()); batch++) {
+      const events = Array.from({ length: 500 }, (_, i) => ({
+        id: `big-${batch}-${i}`,
+        eventType: 'Custom',
+        timestamp: Date.now(),
+        custom01: big,
+      }));
+      const res = await call(base, 'POST', `/sessions/${d.sessionId}/Events`, {
+        token: d.token,
+        json: { events },
+      });
+      expect(res.status).toBe(200);
+      sent += events.length;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await cutOff()).toBe(true);
+    // The slow reader reads what had reached it, then finds the stream closed, short of the rest.
+    slow.resume();
+    await slow.until(() => slow.ended, 15_000, 'the slow reader to see the end of its stream');
+    expect(slow.events().length).toBeLessThan(sent);
+    // A reader that keeps up is not affected.
+    expect(steady.ended).toBe(false);
+    await steady.until(() => steady.events().length >= sent, 15_000);
+  });
+
+  it('refuses what it cannot serve: another tenant’s session, a foreign Last-Event-ID, bad filters, no scope', async () => {
+    const d = await device(a);
+    const foreign = await tail(`/sessions/${d.sessionId}/events/stream`, b.token);
+    await foreign.until(() => foreign.ended);
+    expect(foreign.status).toBe(404);
+    expect(JSON.parse(foreign.errorBody)).toMatchObject({ code: 'not_found' });
+    const unknown = await tail(`/sessions/${randomUUID()}/events/stream`);
+    await unknown.until(() => unknown.ended);
+    expect(unknown.status).toBe(404);
+    for (const [path, lastId] of [
+      ['/events/stream', 'not a cursor!'],
+      ['/events/stream', Buffer.from('["x"]').toString('base64url')],
+      ['/events/stream?eventType=', undefined],
+      ['/events/stream?eventType=a%20b', undefined],
+      ['/events/stream?other=1', undefined],
+    ] as const) {
+      const r = await tail(path, a.token, lastId);
+      await r.until(() => r.ended);
+      expect(r.status, path).toBe(400);
+      expect(JSON.parse(r.errorBody)).toMatchObject({ status: 400 });
+    }
+    const client = await call(base, 'POST', `/admin/v1/tenants/${a.tenantId}/clients`, {
+      token: server.adminToken,
+      json: { scopes: ['commands:send'] },
+    });
+    const { accessToken } = await import('../helpers/api.ts');
+    const narrow = await accessToken(base, String(client.body.clientId), String(client.body.clientSecret));
+    const refused = await tail('/events/stream', narrow);
+    await refused.until(() => refused.ended);
+    expect(refused.status).toBe(403);
+  });
+});
