@@ -14,6 +14,7 @@ import {
 import { startReceiver } from '../helpers/receiver.ts';
 import { redisAvailable, startRedis, type TestRedis } from '../helpers/redis.ts';
 import { ADMIN_TOKEN, freshStore } from '../helpers/server.ts';
+import { openTail } from '../helpers/sse.ts';
 
 /**
  * Several processes on one PostgreSQL database, joined by a Redis this suite starts itself
@@ -124,6 +125,41 @@ if (clusterCanRun)
       }
       expect(got).toEqual(sent);
       await device.close();
+    });
+
+    it('tails on one process what the others store and who connects there (live tail, resume)', async () => {
+      const [a, b, c] = servers;
+      const cohort = `c-${randomUUID()}`;
+      const reader = await openTail(a.url, `/cohorts/${cohort}/events/stream`, tenant.token);
+      const playerId = `p-${randomUUID()}`;
+      const token = await deviceToken(b.url, tenant.token, playerId, cohort);
+      const created = await call(b.url, 'POST', '/client/v1/sessions', { token, json: {} });
+      const sessionId = String(created.body.sessionId);
+      const device = await TestSocket.open(c.url, sessionId, token);
+      await device.ofType('welcome');
+      const post = (via: ServerProcess, ids: string[]) =>
+        call(via.url, 'POST', `/sessions/${sessionId}/Events`, {
+          token,
+          json: {
+            events: ids.map((id) => ({ id, eventType: 'Custom', timestamp: Date.now(), custom01: id })),
+          },
+        });
+      expect((await post(b, ['e1', 'e2'])).status).toBe(200);
+      expect((await post(c, ['e3'])).status).toBe(200);
+      await reader.until(() => reader.events().length >= 3);
+      expect(reader.events().map((m) => m.data.id)).toEqual(['e1', 'e2', 'e3']);
+      expect(reader.presence().map((m) => m.event)).toEqual(['session.started', 'device.connected']);
+      // Away, then back on another process: what was stored meanwhile, nothing twice.
+      const last = reader.lastId();
+      reader.close();
+      expect((await post(a, ['e4'])).status).toBe(200);
+      expect((await post(b, ['e5'])).status).toBe(200);
+      const again = await openTail(c.url, `/cohorts/${cohort}/events/stream`, tenant.token, last);
+      await again.until(() => again.events().length >= 2);
+      await device.close();
+      await again.until(() => again.presence().some((m) => m.event === 'device.disconnected'));
+      expect(again.events().map((m) => m.data.id)).toEqual(['e4', 'e5']);
+      again.close();
     });
 
     it('closes the older socket (4001) when the session connects on another process', async () => {
