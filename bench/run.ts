@@ -23,6 +23,7 @@ const fleetBenches: string[][] = [
   ['command-load.ts'],
   ['command-load.ts', '--find-max'],
   ['idle-sockets.ts'],
+  ['cohort-commands.ts'],
 ];
 for (const [bench, ...args] of fleetBenches) {
   for (const backend of backends) {

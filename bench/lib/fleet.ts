@@ -61,7 +61,13 @@ export async function createSessions(
   socketBase: string,
   tenant: Tenant,
   count: number,
-  options: { concurrency?: number; prefix?: string; onProgress?: (done: number) => void } = {},
+  options: {
+    concurrency?: number;
+    prefix?: string;
+    /** The tenant cohort every session belongs to (set in its device token). */
+    cohort?: string;
+    onProgress?: (done: number) => void;
+  } = {},
 ): Promise<DeviceSpec[]> {
   const concurrency = options.concurrency ?? 32;
   const pool = new Pool(base, { connections: concurrency });
@@ -73,6 +79,7 @@ export async function createSessions(
       async (i) => {
         const minted = await postJson(pool, '/client-tokens', tenant.token, {
           playerId: `${options.prefix ?? 'fleet'}-${i}`,
+          ...(options.cohort ? { tenantCohortId: options.cohort } : {}),
         });
         const token = String(minted.token);
         const session = await postJson(pool, '/client/v1/sessions', token, {

@@ -10,6 +10,7 @@ const README = path.resolve(import.meta.dirname, '../../../../README.md');
 const MARKER = '<!-- walkthrough -->';
 const REALTIME_MARKER = '<!-- walkthrough-realtime -->';
 const REWARDS_MARKER = '<!-- walkthrough-rewards -->';
+const COHORT_MARKER = '<!-- walkthrough-cohort -->';
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
@@ -144,6 +145,35 @@ describe.each(backends)('README realtime walk-through with the simulator (%s)', 
     expect(statuses).toHaveLength(7);
     expect(out).toMatch(/"eventType":"StreamStarted"/);
     expect(out).toMatch(/"eventType":"StreamStopped","streamingSessionId":"[^"]+","reason":"command"/);
+  });
+});
+
+describe.each(backends)('README cohort-wide command walk-through with the simulator (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    run = await runBash(walkthrough(COHORT_MARKER), { BASE: server.url, ADMIN: server.adminToken }, true);
+  }, 90_000);
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('the twenty headsets got the command and acknowledged it; the batch counts them', () => {
+    const out = run.stdout;
+    expect(out).toMatch(
+      new RegExp(
+        `\\{"batchId":"${UUID}","total":20,"accepted":20,"refused":0,"first":\\{"sessionId":"${UUID}","commandId":"${UUID}","status":"delivered"\\}\\}`,
+      ),
+    );
+    expect(out).toContain(
+      '{"total":20,"accepted":20,"refused":0,"counts":{"queued":0,"delivered":0,"acknowledged":20,"failed":0,"expired":0,"cancelled":0}}',
+    );
+    expect(out).toMatch(/sim-\d+ {2}text "Welcome, class 7B!"/);
   });
 });
 

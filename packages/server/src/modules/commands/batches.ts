@@ -98,31 +98,25 @@ export class CommandBatches {
   }
 
   /**
-   * Issues the command to every session, `chunk` at a time: each chunk's commands reach the command
-   * log together (one group commit, or a few) and are delivered; then the event loop is yielded, so
-   * a cohort of thousands does not hold up other requests. A chunk's refusals are written with it.
+   * Issues the command to every session, `chunk` at a time: each chunk's commands are handed to the
+   * command log in one go (they share a group commit, or a few) and the event loop is yielded
+   * before the next, so a cohort of thousands does not hold up other requests; a chunk is being
+   * written and delivered while the next is prepared. The refusals are written once all are known.
    */
   private async issueAll(batch: BatchRow, sessions: SessionRow[], input: BatchInput) {
-    const entries: BatchEntry[] = [];
+    const issued: Promise<BatchEntry>[] = [];
     for (let i = 0; i < sessions.length; i += this.options.chunk) {
-      const chunk = sessions.slice(i, i + this.options.chunk);
-      const done = await Promise.all(chunk.map((session) => this.issueOne(batch, session, input)));
-      const refusals: RefusalRow[] = done.flatMap((e) =>
-        'error' in e
-          ? [
-              {
-                batch_id: batch.batch_id,
-                session_id: e.sessionId,
-                code: e.error.code,
-                detail: e.error.detail,
-              },
-            ]
-          : [],
-      );
-      await batchStore.insertRefusals(this.storage.db, refusals);
-      entries.push(...done);
-      if (i + this.options.chunk < sessions.length) await yieldToLoop();
+      if (i > 0) await yieldToLoop();
+      for (const session of sessions.slice(i, i + this.options.chunk))
+        issued.push(this.issueOne(batch, session, input));
     }
+    const entries = await Promise.all(issued);
+    const refusals: RefusalRow[] = entries.flatMap((e) =>
+      'error' in e
+        ? [{ batch_id: batch.batch_id, session_id: e.sessionId, code: e.error.code, detail: e.error.detail }]
+        : [],
+    );
+    await batchStore.insertRefusals(this.storage.db, refusals);
     return entries;
   }
 

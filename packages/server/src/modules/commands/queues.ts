@@ -24,6 +24,8 @@ interface Queue {
 const MAX_SESSIONS = 50_000;
 /** The longest a command waits (the largest `ttlSeconds`): the expiry assumed for one heard of elsewhere. */
 const MAX_TTL_MS = 3600 * 1000;
+/** Sessions whose queues one statement reads. */
+const LOAD_CHUNK = 500;
 
 /**
  * The quota of unsettled commands per session (`LIVELINE_QUOTA_PENDING_COMMANDS`, 429
@@ -110,17 +112,23 @@ export class CommandQueues {
     if (sessionIds.length === 0) return;
     for (const id of sessionIds) this.loading.set(id, { settled: new Set(), added: new Map() });
     try {
+      // Many sessions at once (a cohort-wide command's group): one read per LOAD_CHUNK sessions.
+      const chunks: string[][] = [];
+      for (let i = 0; i < sessionIds.length; i += LOAD_CHUNK)
+        chunks.push(sessionIds.slice(i, i + LOAD_CHUNK));
       await Promise.all(
-        sessionIds.map(async (id) => {
+        chunks.map(async (ids) => {
           const now = this.clock.now();
-          const rows = await store.openCommands(this.storage.db, id, now);
-          const meanwhile = this.loading.get(id);
-          const open = new Map<string, number>();
-          for (const r of rows) open.set(r.command_id, r.expires_at);
-          for (const [commandId, expiresAt] of meanwhile?.added ?? []) open.set(commandId, expiresAt);
-          for (const commandId of meanwhile?.settled ?? []) open.delete(commandId);
-          this.queues.delete(id);
-          this.queues.set(id, { open, loadedAt: now });
+          const rows = await store.openCommandsOf(this.storage.db, ids, now);
+          const found = new Map<string, Map<string, number>>(ids.map((id) => [id, new Map()]));
+          for (const r of rows) found.get(r.session_id)?.set(r.command_id, r.expires_at);
+          for (const [id, open] of found) {
+            const meanwhile = this.loading.get(id);
+            for (const [commandId, expiresAt] of meanwhile?.added ?? []) open.set(commandId, expiresAt);
+            for (const commandId of meanwhile?.settled ?? []) open.delete(commandId);
+            this.queues.delete(id);
+            this.queues.set(id, { open, loadedAt: now });
+          }
         }),
       );
     } finally {

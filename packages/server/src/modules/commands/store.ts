@@ -270,6 +270,17 @@ export function openCommands(db: Kysely<Database>, sessionId: string, now: numbe
     .execute();
 }
 
+/** The unsettled, unexpired commands of several sessions (`openCommands` for many at once). */
+export function openCommandsOf(db: Kysely<Database>, sessionIds: string[], now: number) {
+  return db
+    .selectFrom('commands')
+    .select(['session_id', 'command_id', 'expires_at'])
+    .where('session_id', 'in', sessionIds)
+    .where(OPEN)
+    .where('expires_at', '>', now)
+    .execute();
+}
+
 /**
  * Commands still to reach the device (queued, or delivered but unanswered), one page: at most `limit`,
  * oldest first, after the command `after`.
