@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
@@ -6,7 +7,9 @@ import { backends, startTestServer, type TestServer } from '../helpers/server.ts
 /**
  * Finding 6 of issue 10: limits that could be dodged or abused. `/oauth/token` counts refused client
  * authentications; behind a proxy the limits see the client's address (LIVELINE_TRUST_PROXY), an
- * IPv6 address by its /64; a device spends its own budget, not the budget of the session it names.
+ * IPv6 address by its /64; a device spends its own budget, not the budget of the session it names;
+ * verification's unknown-secret counter is per address whatever campaign is named, and a failure is
+ * reserved before the lookup, so a concurrent burst cannot pass the limit.
  */
 
 function token(base: string, clientId: string, secret: string, from?: string) {
@@ -141,6 +144,62 @@ describe.each(backends)('verification limiter behind a proxy (%s)', (backend) =>
       expect((await guess(direct.url, directSecret, `203.0.113.${i}`, i)).status).toBe(404);
     // Every request came from 127.0.0.1, whatever the header said.
     expect((await guess(direct.url, directSecret, '203.0.113.99')).status).toBe(429);
+  });
+});
+
+describe.each(backends)('verification failures per address (%s)', (backend) => {
+  let server: TestServer;
+  let secret: string;
+  beforeAll(async () => {
+    // Trusting the test's own address lets each case come from an address of its own (X-Forwarded-For).
+    server = await startTestServer(backend, { LIVELINE_TRUST_PROXY: '127.0.0.1' });
+    secret = await campaignSecret(server.url, await createTenant(server.url, server.adminToken));
+  });
+  afterAll(async () => server?.close());
+
+  it('counts unknown secrets per address whatever campaignId is named: a fresh one each time does not reset it', async () => {
+    const from = '198.51.100.50';
+    const unknown = (i: number | string) =>
+      call(server.url, 'POST', '/campaigns/verifyrewardcode', {
+        json: { campaignSecret: `lcs_guess${i}`, verificationCode: 'ZZZZ-ZZZZ', campaignId: randomUUID() },
+        headers: { 'x-forwarded-for': from },
+      });
+    for (let i = 0; i < 10; i++) {
+      const res = await unknown(i);
+      expect(res.status, res.text).toBe(401);
+      expect(res.body.code).toBe('invalid_campaign_secret');
+    }
+    const limited = await unknown('again');
+    expect(limited.status, limited.text).toBe(429);
+    expect(limited.body.code).toBe('rate_limited');
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    // A real campaign's counter is its own: the same address still gets its answers there.
+    const real = await guess(server.url, secret, from);
+    expect(real.status, real.text).toBe(404);
+    expect(real.body.code).toBe('entitlement_not_found');
+  });
+
+  it('lets exactly 10 failures through a concurrent burst of wrong codes for one campaign', async () => {
+    const from = '198.51.100.60';
+    // Open the 40 keep-alive connections first: the burst then reaches the server at once, not one
+    // connection handshake at a time, and its lookups overlap.
+    await Promise.all(
+      Array.from({ length: 40 }, () => fetch(`${server.url}/healthz`).then((r) => r.arrayBuffer())),
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => guess(server.url, secret, from, i)),
+    );
+    const found = answers.filter((r) => r.status === 404);
+    const limited = answers.filter((r) => r.status === 429);
+    expect(found).toHaveLength(10);
+    expect(limited).toHaveLength(30);
+    for (const r of found) expect(r.body.code).toBe('entitlement_not_found');
+    for (const r of limited) {
+      expect(r.body.code).toBe('rate_limited');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
   });
 });
 
