@@ -1,6 +1,8 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import { type ClientCredentials, TokenSource } from './auth.ts';
 import type { paths } from './generated/api.ts';
+import { tail } from './tail.ts';
+import type { TailMessage, TailOptions, TailTarget } from './tail-types.ts';
 
 export interface TenantClientOptions {
   /** The liveline server, e.g. `https://liveline.example.com`. */
@@ -12,7 +14,14 @@ export interface TenantClientOptions {
   fetch?: typeof fetch;
 }
 
-export type TenantClient = Client<paths> & { tokens: TokenSource | null };
+export type TenantClient = Client<paths> & {
+  tokens: TokenSource | null;
+  /**
+   * The live tail of a session (`{sessionId}`), a cohort (`{tenantCohortId}`) or the tenant (`{}`):
+   * an async iterator of events and presence changes that reconnects by itself with `Last-Event-ID`.
+   */
+  tail(target?: TailTarget, options?: TailOptions): AsyncGenerator<TailMessage, void, undefined>;
+};
 
 /**
  * A typed client for the tenant API, generated from the server's OpenAPI document: paths, bodies,
@@ -44,5 +53,18 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     },
   };
   client.use(auth);
-  return Object.assign(client, { tokens });
+  const connection = {
+    baseUrl,
+    // Called as a method of another object, a browser's own fetch would throw "Illegal invocation".
+    fetch: ((input, init) => fetchImpl(input, init)) as typeof fetch,
+    token: async () => (tokens ? tokens.token() : (options.accessToken as string)),
+    invalidate: () => {
+      tokens?.invalidate();
+      return tokens !== null;
+    },
+  };
+  return Object.assign(client, {
+    tokens,
+    tail: (target: TailTarget = {}, tailOptions: TailOptions = {}) => tail(connection, target, tailOptions),
+  });
 }
