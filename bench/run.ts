@@ -24,6 +24,7 @@ const fleetBenches: string[][] = [
   ['command-load.ts', '--find-max'],
   ['idle-sockets.ts'],
   ['cohort-commands.ts'],
+  ['tail.ts'],
 ];
 for (const [bench, ...args] of fleetBenches) {
   for (const backend of backends) {

@@ -211,6 +211,7 @@ export function wire(s: Services) {
   bus.subscribe((message) => {
     if (message.type === 'presence') tail.presence(message.presence);
   });
+  events.onIngested(() => tail.wake());
 }
 
 function presenceOf(session: SessionRow, kind: PresenceChange['kind'], at: number): PresenceChange {

@@ -115,6 +115,30 @@ describe.each(backends)('live tail (%s)', (backend) => {
     expect(received(third)).toEqual(['five']);
   });
 
+  it('resumes over a backlog of several pages (read page by page as the socket drains)', async () => {
+    const d = await device(a);
+    const path = `/sessions/${d.sessionId}/events/stream`;
+    const first = await tail(path);
+    await ingest(d, ['start']);
+    await first.until(() => first.events().length === 1);
+    const last = first.lastId();
+    first.close();
+    const backlog: string[] = [];
+    for (let batch = 0; batch < 3; batch++) {
+      const batchIds = ids(`page${batch}`, 900);
+      await ingest(d, batchIds);
+      backlog.push(...batchIds);
+    }
+    const again = await tail(path, a.token, last);
+    await again.until(() => again.events().length >= backlog.length, 20_000);
+    await ingest(d, ['after']);
+    await again.until(() => received(again).includes('after'));
+    // Each event once (a batch is stored, and so tailed, in event id order within its session).
+    expect(received(again).length).toBe(backlog.length + 1);
+    expect(received(again).slice(0, -1).sort()).toEqual([...backlog].sort());
+    expect(received(again).at(-1)).toBe('after');
+  });
+
   it('a tenant-wide reader resuming gets the events of every session stored while it was away, in one order', async () => {
     const first = await tail('/events/stream');
     const d1 = await device(a);

@@ -77,6 +77,7 @@ export interface EventsOptions {
 export class EventsService {
   private readonly writer: EventWriter;
   private streamOf: StreamResolver = async () => null;
+  private readonly ingested: (() => void)[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -95,6 +96,11 @@ export class EventsService {
   /** Adds work to every ingestion transaction. */
   onStored(hook: StoredHook) {
     this.writer.addHook(hook);
+  }
+
+  /** Called once a batch ingested by this process has committed (the live tail reads it then). */
+  onIngested(listener: () => void) {
+    this.ingested.push(listener);
   }
 
   /**
@@ -145,6 +151,7 @@ export class EventsService {
       endsSession,
     });
     this.count(source, result);
+    if (result.accepted > 0) for (const listener of this.ingested) listener();
     for (const after of afterCommit) await after();
     return result;
   }

@@ -9,8 +9,10 @@ export type PresenceNote = PresenceChange;
 
 /** What the hub writes to: an HTTP response held open (node's `ServerResponse`). */
 export interface TailSink {
-  write(chunk: string): boolean;
+  write(chunk: string | Buffer): boolean;
   readonly writableLength: number;
+  /** The last write filled the buffer: wait for `drain` before writing more. */
+  readonly writableNeedDrain: boolean;
   readonly destroyed: boolean;
   once(event: 'drain' | 'close', listener: () => void): unknown;
   destroy(): void;
@@ -63,6 +65,8 @@ export class TailHub {
   private running = false;
   private stopped = false;
   private keepAlive: NodeJS.Timeout | null = null;
+  /** Ends the poller's wait early (`wake`). */
+  private wakeUp: (() => void) | null = null;
 
   constructor(
     private readonly store: TailStore,
@@ -108,17 +112,27 @@ export class TailHub {
     }
   }
 
+  /**
+   * Events were just stored by this process: the poller reads now instead of at its next tick
+   * (events stored by other processes wait for the tick, `pollMs`).
+   */
+  wake() {
+    this.wakeUp?.();
+  }
+
   /** A presence change (from the bus): written at once to the readers it concerns. */
   presence(note: PresenceNote) {
-    let frame: string | null = null;
+    let frame: Buffer | null = null;
     for (const reader of this.readers) {
       if (!this.takes(reader, note.tenantId, note.sessionId, note.tenantCohortId, note.kind)) continue;
-      frame ??= `event: ${note.kind}\ndata: ${JSON.stringify({
-        sessionId: note.sessionId,
-        playerId: note.playerId,
-        tenantCohortId: note.tenantCohortId,
-        at: note.at,
-      })}\n\n`;
+      frame ??= Buffer.from(
+        `event: ${note.kind}\ndata: ${JSON.stringify({
+          sessionId: note.sessionId,
+          playerId: note.playerId,
+          tenantCohortId: note.tenantCohortId,
+          at: note.at,
+        })}\n\n`,
+      );
       this.write(reader, frame);
     }
   }
@@ -158,7 +172,7 @@ export class TailHub {
           this.position = rows[rows.length - 1].cursor;
           this.dispatch(rows);
         }
-        if (rows.length < this.options.pageSize) await sleep(this.options.pollMs);
+        if (rows.length < this.options.pageSize) await this.pause();
       }
     } finally {
       this.running = false;
@@ -179,7 +193,8 @@ export class TailHub {
       }
       return f;
     };
-    const chunks = new Map<string, string>();
+    // One buffer per distinct share, written to every reader of it: encoded once, not once a reader.
+    const chunks = new Map<string, Buffer>();
     for (const reader of this.readers) {
       if (!reader.live) continue;
       if (reader.floor) {
@@ -196,14 +211,15 @@ export class TailHub {
       const chunkKey = `${reader.scope.tenantId}\u0000${reader.key}`;
       let chunk = chunks.get(chunkKey);
       if (chunk === undefined) {
-        chunk = '';
+        let text = '';
         for (const row of rows) {
           if (this.takes(reader, row.tenantId, row.sessionId, row.tenantCohortId, row.eventType))
-            chunk += frameOf(row);
+            text += frameOf(row);
         }
+        chunk = Buffer.from(text);
         chunks.set(chunkKey, chunk);
       }
-      if (chunk !== '') this.write(reader, chunk);
+      if (chunk.length > 0) this.write(reader, chunk);
     }
   }
 
@@ -211,6 +227,21 @@ export class TailHub {
    * The reader's events after `from` up to the poller's position, page by page (waiting for its
    * socket to drain between pages); it joins the poller once it has read up to where the poller is.
    */
+  /** Waits `pollMs`, or less when woken. */
+  private pause(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.options.pollMs);
+      timer.unref();
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = null;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
   private async catchUp(reader: Reader, from: TailCursor) {
     const since = this.clock.now() - this.options.backlogMs;
     let cursor = from;
@@ -249,7 +280,7 @@ export class TailHub {
    * Writes to a reader. One that still leaves more than `maxBufferedBytes` unread from earlier writes
    * is cut off instead (false): what a reader costs is bounded by that and one poll's worth.
    */
-  private write(reader: Reader, chunk: string): boolean {
+  private write(reader: Reader, chunk: string | Buffer): boolean {
     if (reader.sink.destroyed) {
       this.remove(reader);
       return false;
@@ -263,7 +294,8 @@ export class TailHub {
   }
 
   private drained(reader: Reader): Promise<void> {
-    if (reader.sink.writableLength === 0 || reader.sink.destroyed) return Promise.resolve();
+    // `drain` comes only after a write that filled the buffer.
+    if (!reader.sink.writableNeedDrain || reader.sink.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
       reader.sink.once('drain', resolve);
       reader.sink.once('close', resolve);
@@ -299,8 +331,4 @@ export class TailHub {
 /** An event on the stream: its position as the id, its type as the SSE event name, its JSON as data. */
 function frame(row: TailRow): string {
   return `id: ${encodeTailCursor(row.cursor)}\nevent: ${row.eventType}\ndata: ${row.body}\n\n`;
-}
-
-function sleep(ms: number) {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
