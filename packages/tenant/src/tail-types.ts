@@ -59,6 +59,8 @@ export interface TailOptions {
   maxRetryMs?: number;
   /** A connection silent this long (no event, no keep-alive comment) is taken as dead (default 45 s). */
   idleTimeoutMs?: number;
+  /** Called each time the stream is open (a 200 answer), before its first message. */
+  onOpen?(info: { lastEventId: string | undefined }): void;
   /** Called before each reconnect, with the error that ended the last connection and the wait. */
   onReconnect?(info: {
     attempt: number;

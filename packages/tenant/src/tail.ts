@@ -147,6 +147,7 @@ export async function* tail(
       } else {
         refreshed = false;
         failures = 0;
+        options.onOpen?.({ lastEventId });
         const ready: TailMessage[] = [];
         const parser = createParser({
           onEvent: (m) => {

@@ -5,6 +5,7 @@ import { CliError } from './errors.ts';
 import { registerOpenapi } from './openapi.ts';
 import { registerSim } from './sim.ts';
 import { registerStart } from './start.ts';
+import { registerTail } from './tail.ts';
 
 function version(): string {
   const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerStart(program);
   registerAdmin(program);
   registerSim(program);
+  registerTail(program);
   registerOpenapi(program);
   return program;
 }
