@@ -110,7 +110,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     });
     const tail = new TailHub(
-      new TailStore(storage.db, storage.dialect),
+      new TailStore(storage.db, storage.visibleOrder),
       clock,
       log,
       {

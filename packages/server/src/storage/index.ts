@@ -10,7 +10,7 @@ export { COUNT_BOUND, CursorError, type ListOrder, type Page, type PageSpec, rea
 export type { Database } from './schema.ts';
 export { inSnapshot } from './snapshot.ts';
 export { Statement, StatementFamily } from './statement.ts';
-export type { CompiledStatement, DialectName, Storage } from './storage.ts';
+export type { CompiledStatement, DialectName, Storage, VisibleOrder } from './storage.ts';
 
 /** Opens the configured store (PostgreSQL when DATABASE_URL is set, else SQLite) and migrates it. */
 export async function openStorage(

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -22,6 +22,8 @@ export interface Storage {
   readonly db: Kysely<Database>;
   /** Many-row inserts on the hot paths, written the fastest way each backend allows. */
   readonly bulk: BulkInserter;
+  /** The order in which events become visible (the live tail's; migration 012). */
+  readonly visibleOrder: VisibleOrder;
   /**
    * Runs fixed statements as one transaction and returns each statement's rows: for a group commit
    * whose statements are all known before it starts (no logic between them). SQLite sends BEGIN,
@@ -34,6 +36,24 @@ export interface Storage {
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The order in which stored events become visible, in SQL over the `events` table aliased `e`: a
+ * reader that has read every final event up to a position never finds one behind it later. SQLite: the
+ * rowid (one writer, one commit at a time). PostgreSQL: the writing transaction's id (`events.tx`);
+ * transactions commit in any order, so an event is final only once every transaction older than its
+ * own has ended (`tx < pg_snapshot_xmin`), and the events of one transaction are ordered by key.
+ */
+export interface VisibleOrder {
+  /** An event's position. */
+  readonly seq: RawBuilder<number>;
+  /** Condition that no event committed later can come before this one; null: every visible event. */
+  readonly final: RawBuilder<boolean> | null;
+  /** Whether events share a `seq` (then ordered by session id and event id, byte order). */
+  readonly ties: boolean;
+  /** The position of "now": every final event is at or before it, and every later one after. */
+  head(db: Kysely<Database>): Promise<number>;
 }
 
 /** A statement with its parameters, ready to run (`Statement.bind`, or a compiled Kysely query). */

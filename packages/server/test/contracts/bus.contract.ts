@@ -113,6 +113,17 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
         { type: 'delivered', sessionId, origin: first.nodeId, commandIds: [randomUUID(), randomUUID()] },
         { type: 'takeover', sessionId, connectionId: randomUUID() },
         { type: 'close', sessionId, code: 4001, reason: 'replaced' },
+        {
+          type: 'presence',
+          presence: {
+            kind: 'device.connected',
+            tenantId: randomUUID(),
+            sessionId,
+            playerId: 'joueur-é',
+            tenantCohortId: null,
+            at: 1_700_000_000_001,
+          },
+        },
       ];
       for (const m of messages) await first.publish(m);
       await eventually(() => got.length === messages.length);

@@ -1,5 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { Database, DialectName } from '../../storage/index.ts';
+import type { Database, VisibleOrder } from '../../storage/index.ts';
 import type { TailCursor } from './cursor.ts';
 
 /** An event as the tail sends it, with what routing it to readers needs. */
@@ -21,45 +21,8 @@ export interface TailScope {
   eventTypes?: readonly string[];
 }
 
-/**
- * What differs between the stores (migration 012): the visible order (`seq`), what makes an event
- * final (PostgreSQL: its transaction is older than every one still running), and where "now" is.
- */
-interface TailDialect {
-  seq: RawBuilder<number>;
-  /** Condition that the event can no longer be preceded by one committed later; null: always. */
-  final: RawBuilder<boolean> | null;
-  /** Ties within one `seq` (PostgreSQL: the events of one transaction) are ordered by key. */
-  ties: boolean;
-  head(db: Kysely<Database>): Promise<TailCursor>;
-}
-
-const DIALECTS: Record<DialectName, TailDialect> = {
-  sqlite: {
-    seq: sql<number>`e.rowid`,
-    final: null,
-    ties: false,
-    async head(db) {
-      const { rows } = await sql<{ seq: number | null }>`select max(rowid) as seq from events`.execute(db);
-      return { seq: Number(rows[0]?.seq ?? 0), sessionId: null, eventId: null };
-    },
-  },
-  postgres: {
-    seq: sql<number>`e.tx`,
-    final: sql<boolean>`e.tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
-    ties: true,
-    async head(db) {
-      // Every transaction below the oldest running one has finished: "now" is just before it.
-      const { rows } = await sql<{
-        seq: string;
-      }>`select pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 as seq`.execute(db);
-      return { seq: Number(rows[0].seq), sessionId: null, eventId: null };
-    },
-  },
-};
-
 /** `(seq, session, event) > c` (or `<=` with `upTo`), written so the seq range bounds the scan. */
-function compare(d: TailDialect, c: TailCursor, op: '>' | '<='): RawBuilder<boolean> {
+function compare(d: VisibleOrder, c: TailCursor, op: '>' | '<='): RawBuilder<boolean> {
   if (!d.ties || c.sessionId === null) return sql<boolean>`${d.seq} ${sql.raw(op)} ${c.seq}`;
   const key = sql`(e.session_id collate "C", e.event_id collate "C")`;
   const at = sql`(${c.sessionId}, ${c.eventId})`;
@@ -68,19 +31,16 @@ function compare(d: TailDialect, c: TailCursor, op: '>' | '<='): RawBuilder<bool
     : sql<boolean>`${d.seq} <= ${c.seq} and (${d.seq} < ${c.seq} or ${key} <= ${at})`;
 }
 
+/** The tail's reads of the events table, in the store's visible order (`Storage.visibleOrder`). */
 export class TailStore {
-  private readonly d: TailDialect;
-
   constructor(
     private readonly db: Kysely<Database>,
-    dialect: DialectName,
-  ) {
-    this.d = DIALECTS[dialect];
-  }
+    private readonly d: VisibleOrder,
+  ) {}
 
   /** The position of "now": a reader starting here gets every event that becomes final from now on. */
-  head(): Promise<TailCursor> {
-    return this.d.head(this.db);
+  async head(): Promise<TailCursor> {
+    return { seq: await this.d.head(this.db), sessionId: null, eventId: null };
   }
 
   /**

@@ -9,7 +9,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../schema.ts';
-import { type BulkInserter, inOneTransaction, type Storage } from '../storage.ts';
+import { type BulkInserter, inOneTransaction, type Storage, type VisibleOrder } from '../storage.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -28,6 +28,22 @@ const types = {
 };
 
 /** PostgreSQL: the production store. `schema` is created when missing and put first on the search path. */
+/**
+ * Transactions commit in any order: an event is final once every transaction older than the one
+ * that wrote it has ended, and "now" is just before the oldest transaction still running.
+ */
+const visibleOrder: VisibleOrder = {
+  seq: sql<number>`e.tx`,
+  final: sql<boolean>`e.tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+  ties: true,
+  async head(db) {
+    const { rows } = await sql<{
+      seq: string;
+    }>`select pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 as seq`.execute(db);
+    return Number(rows[0].seq);
+  },
+};
+
 export async function createPostgresStorage(options: PostgresOptions): Promise<Storage> {
   const setup = new pg.Client({ connectionString: options.url });
   await setup.connect();
@@ -70,6 +86,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     maxBindParameters: 65535,
     db,
     bulk,
+    visibleOrder,
     atomically: (statements) => inOneTransaction(db, statements),
     isUniqueViolation: (err) => (err as { code?: unknown } | null)?.code === '23505',
     async ping() {

@@ -1,7 +1,13 @@
 import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
 import { prepareDataDir } from '../data-dir.ts';
 import type { Database } from '../schema.ts';
-import { type BulkInserter, type BulkTable, inOneTransaction, type Storage } from '../storage.ts';
+import {
+  type BulkInserter,
+  type BulkTable,
+  inOneTransaction,
+  type Storage,
+  type VisibleOrder,
+} from '../storage.ts';
 import BetterSqlite3 from './better-sqlite3.js';
 import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
@@ -117,6 +123,17 @@ function insertSql<T extends keyof Database>(spec: BulkTable<T>): string {
   return text;
 }
 
+/** One writer commits one transaction at a time and each insert takes the next rowid. */
+const visibleOrder: VisibleOrder = {
+  seq: sql<number>`e.rowid`,
+  final: null,
+  ties: false,
+  async head(db) {
+    const { rows } = await sql<{ seq: number | null }>`select max(rowid) as seq from events`.execute(db);
+    return Number(rows[0]?.seq ?? 0);
+  },
+};
+
 function sqliteStorage(
   db: Kysely<Database>,
   bulk: BulkInserter,
@@ -131,6 +148,7 @@ function sqliteStorage(
     maxBindParameters: 32766,
     db,
     bulk,
+    visibleOrder,
     isUniqueViolation: (err) => {
       const code = (err as { code?: unknown } | null)?.code;
       return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
