@@ -11,6 +11,7 @@ const MARKER = '<!-- walkthrough -->';
 const REALTIME_MARKER = '<!-- walkthrough-realtime -->';
 const REWARDS_MARKER = '<!-- walkthrough-rewards -->';
 const COHORT_MARKER = '<!-- walkthrough-cohort -->';
+const WATCH_MARKER = '<!-- walkthrough-watch -->';
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
@@ -174,6 +175,41 @@ describe.each(backends)('README cohort-wide command walk-through with the simula
       '{"total":20,"accepted":20,"refused":0,"counts":{"queued":0,"delivered":0,"acknowledged":20,"failed":0,"expired":0,"cancelled":0}}',
     );
     expect(out).toMatch(/sim-\d+ {2}text "Welcome, class 7B!"/);
+  });
+});
+
+describe.each(backends)('README watch-live walk-through: curl -N and liveline tail (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    run = await runBash(walkthrough(WATCH_MARKER), { BASE: server.url, ADMIN: server.adminToken }, true);
+  }, 90_000);
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('curl gets the Health events as SSE, and resumes after the last id with the ones stored meanwhile', () => {
+    const out = run.stdout;
+    const [stream, rest] = out.split('== Reconnecting with Last-Event-ID');
+    expect(stream).toContain('retry: 1000');
+    expect(stream).toMatch(/^id: [A-Za-z0-9_-]+$/m);
+    expect(stream).toMatch(/^event: Health$/m);
+    expect(stream).toMatch(new RegExp(`^data: \\{.*"eventType":"Health"`, 'm'));
+    const resumed = rest.split('== liveline tail')[0];
+    expect(resumed).toMatch(/^event: Health$/m);
+  });
+
+  it('liveline tail prints a line per event and the headset leaving', () => {
+    const tail = run.stdout.split('== liveline tail')[1];
+    expect(tail).toContain('liveline tail: following cohort class-7b');
+    expect(tail).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3}  Health +${UUID}  .*batteryLevel=`, 'm'));
+    expect(tail).toMatch(new RegExp(`^\\S+  session\\.ended +${UUID}  player=\\S+ cohort=class-7b$`, 'm'));
+    expect(tail).not.toContain('\u001b[');
   });
 });
 
