@@ -83,7 +83,7 @@ function LiveSessions({ api }: Pick<PageProps, 'api'>) {
         {data
           ? `${data.totalCount}${data.totalCountExact ? '' : '+'} ${data.totalCount === 1 ? 'session' : 'sessions'} active within ${span}${
               query.cohort ? ` in cohort ${query.cohort}` : ''
-            }; updated every 1.5 s.`
+            }; ${data.live ? 'updated live' : 'updated every 1.5 s'}.`
           : 'Loading…'}
       </p>
       <div class="table-wrap">
