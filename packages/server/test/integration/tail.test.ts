@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
 import { TestSocket } from '../helpers/device-socket.ts';
-import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+import { type ServerProcess, sleep, startProcess } from '../helpers/process.ts';
+import { ADMIN_TOKEN, backends, freshStore, startTestServer, type TestServer } from '../helpers/server.ts';
 import { openTail, type SseReader } from '../helpers/sse.ts';
 
 type Json = Record<string, unknown>;
@@ -283,4 +284,73 @@ describe.each(backends)('live tail (%s)', (backend) => {
     await refused.until(() => refused.ended);
     expect(refused.status).toBe(403);
   });
+});
+
+/**
+ * Memory, measured in the server's own process (its /metrics): a reader that stops reading is cut
+ * off, not buffered for, however much is stored meanwhile.
+ */
+describe.each(backends)('server memory under a reader that stops reading (%s)', (backend) => {
+  const MB = 1024 * 1024;
+  let server: ServerProcess | undefined;
+  let store: ReturnType<typeof freshStore> | undefined;
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    await store?.destroy();
+  });
+
+  async function rss(base: string): Promise<number> {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('liveline_process_resident_memory_bytes '));
+    if (!line) throw new Error('no process_resident_memory_bytes in /metrics');
+    return Number(line.split(' ')[1]);
+  }
+
+  it('stays flat while 60 MB of events are stored for a reader that reads none of them', async () => {
+    store = freshStore(backend);
+    server = await startProcess({
+      ...store.env,
+      LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN,
+      LIVELINE_RATE_LIMIT_TENANT_RPS: '0',
+      LIVELINE_RATE_LIMIT_DEVICE_RPS: '0',
+      // What is measured is what the server holds, not its garbage (see ws-flood.test.ts).
+      NODE_OPTIONS: [process.env.NODE_OPTIONS, '--max-old-space-size=96'].filter(Boolean).join(' '),
+    });
+    const base = server.url;
+    const tenant = await createTenant(base, ADMIN_TOKEN);
+    const token = await deviceToken(base, tenant.token, 'reader-test');
+    const sessionId = String(
+      (await call(base, 'POST', '/client/v1/sessions', { token, json: {} })).body.sessionId,
+    );
+    const post = async (batch: number) => {
+      const events = Array.from({ length: 500 }, (_, i) => ({
+        id: `m-${batch}-${i}`,
+        eventType: 'Custom',
+        timestamp: Date.now(),
+        custom01: 'x'.repeat(1000),
+      }));
+      const res = await call(base, 'POST', `/sessions/${sessionId}/Events`, { token, json: { events } });
+      expect(res.status).toBe(200);
+    };
+    // Warm up (the server's first batches allocate what it keeps anyway), then the baseline.
+    for (let batch = 0; batch < 6; batch++) await post(-1 - batch);
+    const slow = await openTail(base, '/events/stream', tenant.token);
+    slow.pause();
+    await sleep(200);
+    const baseline = await rss(base);
+    let peak = baseline;
+    for (let batch = 0; batch < 120; batch++) {
+      await post(batch);
+      if (batch % 10 === 0) peak = Math.max(peak, await rss(base));
+    }
+    await sleep(500);
+    peak = Math.max(peak, await rss(base));
+    // Two thirds of what was stored for it at most: without the cut-off the server holds all of it
+    // beyond what the sockets took (checked with LIVELINE_TAIL_MAX_BUFFER_BYTES at 1 GiB).
+    expect(peak - baseline).toBeLessThan(40 * MB);
+    slow.resume();
+    await slow.until(() => slow.ended, 15_000, 'the stream to end');
+    expect(slow.events().length).toBeLessThan(60_000);
+    expect((await call(base, 'GET', '/healthz')).status).toBe(200);
+  }, 120_000);
 });
