@@ -24,6 +24,11 @@ export const PAGES: ConsolePage[] = [
   { id: 'sessions', title: 'Sessions', component: SessionsPage },
   // Loaded when first opened: their code stays out of what the sign-in and the sessions load.
   {
+    id: 'cohort',
+    title: 'Send to cohort',
+    component: lazyPage('Send to cohort', () => import('./pages/cohort.tsx').then((m) => m.CohortPage)),
+  },
+  {
     id: 'campaigns',
     title: 'Campaigns',
     component: lazyPage('Campaigns', () => import('./pages/campaigns.tsx').then((m) => m.CampaignsPage)),

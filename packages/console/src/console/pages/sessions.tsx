@@ -23,9 +23,11 @@ let lastQuery: SessionsQuery = { cohort: '', minutes: 5, page: 1, pageSize: PAGE
 
 function LiveSessions({ api }: Pick<PageProps, 'api'>) {
   const [query, setQueryState] = useState<SessionsQuery>(lastQuery);
+  const [draft, setDraft] = useState(lastQuery.cohort);
   const setQuery = (q: SessionsQuery) => {
     lastQuery = q;
     setQueryState(q);
+    setDraft(q.cohort);
   };
   const [cohorts, setCohorts] = useState<string[]>([]);
   const { data, error } = useFeed(() => activeSessionsFeed(api, query), [api, query]);
@@ -45,8 +47,10 @@ function LiveSessions({ api }: Pick<PageProps, 'api'>) {
             type="search"
             list="cohort-options"
             placeholder="All cohorts"
-            value={query.cohort}
+            value={draft}
             spellcheck={false}
+            // What is typed is kept as typed (a live update re-renders the page meanwhile); applied on change.
+            onInput={(e) => setDraft((e.currentTarget as HTMLInputElement).value)}
             onChange={(e) =>
               setQuery({ ...query, cohort: (e.currentTarget as HTMLInputElement).value.trim(), page: 1 })
             }
@@ -73,9 +77,16 @@ function LiveSessions({ api }: Pick<PageProps, 'api'>) {
           </select>
         </label>
         {query.cohort ? (
-          <button type="button" class="secondary" onClick={() => setQuery({ ...query, cohort: '', page: 1 })}>
-            Show all cohorts
-          </button>
+          <>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => setQuery({ ...query, cohort: '', page: 1 })}
+            >
+              Show all cohorts
+            </button>
+            <a href={`#/cohort/${encodeURIComponent(query.cohort)}`}>Send a command to this cohort</a>
+          </>
         ) : null}
       </form>
       <ErrorAlert error={error} />
