@@ -21,6 +21,7 @@ import { problems } from './http/problem.ts';
 import { ProblemSchema, problemResponses } from './http/schemas.ts';
 import { buildValidator, refuseNul } from './http/validation.ts';
 import { failureWindow, requestBudget } from './limits/index.ts';
+import { alertsPlugin } from './modules/alerts/index.ts';
 import { authRoutes, SCOPES } from './modules/auth/index.ts';
 import { batchesPlugin, commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
@@ -268,6 +269,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(tenantExportPlugin, {
     exporter: new TenantExport({ auth: services.auth, sessions, events }),
   });
+  await app.register(alertsPlugin, { alerts: services.alerts });
   await app.register(tailPlugin, {
     tail: services.tail,
     hasSession: async (tenantId, sessionId) => (await sessions.findForTenant(tenantId, sessionId)) !== null,

@@ -8,6 +8,7 @@ import { publicUrlWarning } from './http/public-url.ts';
 import type { Job, Worker } from './jobs.ts';
 import { jobsOf } from './jobs.ts';
 import { failureWindow } from './limits/index.ts';
+import { AlertsService } from './modules/alerts/index.ts';
 import { type AuthService, createAuth, KeyRing, type OperatorToken } from './modules/auth/index.ts';
 import { CommandBatches, CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventRetention, EventsService } from './modules/events/index.ts';
@@ -50,6 +51,8 @@ export interface Services {
   commands: CommandsService;
   /** Cohort-wide commands (CONTRACT §12), issued through `commands`. */
   batches: CommandBatches;
+  /** Alert rules (CONTRACT §13), evaluated in the ingestion transaction. */
+  alerts: AlertsService;
   hub: RealtimeHub;
   /** The live tail's readers on this process (CONTRACT §11). */
   tail: TailHub;
@@ -137,6 +140,18 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       metrics,
       tenants: auth,
     });
+    const alerts = new AlertsService(
+      storage,
+      clock,
+      webhooks.outbox,
+      {
+        sessionIn: async (db, tenantId, sessionId) => {
+          const row = await sessions.findIn(db, tenantId, sessionId);
+          return row && { playerId: row.player_id, live: row.status === 'live' };
+        },
+      },
+      { quota: config.quotas.alertRules, cacheTtlMs: config.webhooks.endpointCacheTtlMs },
+    );
     const rewards = createRewards({
       storage,
       clock,
@@ -174,6 +189,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       delivery,
       commands,
       batches,
+      alerts,
       hub,
       tail,
       webhooks,

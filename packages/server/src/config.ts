@@ -75,6 +75,8 @@ export interface QuotaConfig {
   campaigns: number;
   /** Challenges per tenant, over all its campaigns (409 `challenge_quota_exceeded`). */
   challenges: number;
+  /** Alert rules per tenant (409 `alert_rule_quota_exceeded`). */
+  alertRules: number;
 }
 
 /** Streaming challenges (CONTRACT §7, §8). */
@@ -290,6 +292,7 @@ export function loadConfig(env: Env = process.env): Config {
       pendingCommands: int(env, 'LIVELINE_QUOTA_PENDING_COMMANDS', 100, 0, 1_000_000),
       campaigns: int(env, 'LIVELINE_QUOTA_CAMPAIGNS', 1000, 0, 10_000_000),
       challenges: int(env, 'LIVELINE_QUOTA_CHALLENGES', 10_000, 0, 100_000_000),
+      alertRules: int(env, 'LIVELINE_QUOTA_ALERT_RULES', 100, 0, 10_000),
     },
   };
 }

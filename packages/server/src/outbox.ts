@@ -1,8 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './storage/index.ts';
 
-/** The webhook message types of CONTRACT §6. */
-export type OutboxType = 'session.event' | 'reward.claimed' | 'reward.verified';
+/** The webhook message types of CONTRACT §6 (and §13's alerts). */
+export type OutboxType =
+  | 'session.event'
+  | 'reward.claimed'
+  | 'reward.verified'
+  | 'alert.triggered'
+  | 'alert.resolved';
 
 export interface OutboxMessage {
   tenantId: string;

@@ -212,6 +212,30 @@ export function wire(s: Services) {
     if (message.type === 'presence') tail.presence(message.presence);
   });
   events.onIngested(() => tail.wake());
+
+  // --- alert rules (CONTRACT §13) ------------------------------------------------------------------
+  // Evaluated in the ingestion transaction (after the webhook outbox hook); a session's end resolves
+  // its open incidents in the end's transaction; rule changes reach the other processes' caches.
+  const { alerts } = s;
+  events.onStored((trx, group) => alerts.onStored(trx, group));
+  sessions.onEnding((trx, ended) =>
+    alerts.onSessionEnded(trx, {
+      sessionId: ended.session_id,
+      tenantId: ended.tenant_id,
+      tenantCohortId: ended.tenant_cohort_id,
+      playerId: ended.player_id,
+      endedAt: ended.ended_at ?? clock.now(),
+    }),
+  );
+  sessions.onRemoving((trx, sessionId) => alerts.forgetSession(trx, sessionId));
+  alerts.onRulesChanged(
+    (tenantId) => void bus.publish({ type: 'alerts.changed', tenantId, origin: bus.nodeId }),
+  );
+  bus.subscribe((message) => {
+    if (message.type === 'alerts.changed' && message.origin !== bus.nodeId)
+      alerts.changedElsewhere(message.tenantId);
+  });
+  bus.onResync(() => alerts.changedElsewhere(null));
 }
 
 function presenceOf(session: SessionRow, kind: PresenceChange['kind'], at: number): PresenceChange {

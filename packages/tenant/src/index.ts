@@ -16,6 +16,7 @@ export {
   type TailTarget,
 } from './tail-types.ts';
 export {
+  type AlertData,
   type HeadersLike,
   type SessionEventData,
   verifyWebhook,

@@ -14,11 +14,30 @@ export interface SessionEventData {
   [field: string]: unknown;
 }
 
+/** An alert rule's message about one session (CONTRACT §13). */
+export interface AlertData {
+  alertId: string;
+  name: string;
+  /** The incident: the same in an incident's `alert.triggered` (again after a cooldown) and its `alert.resolved`. */
+  incidentId: string;
+  sessionId: string;
+  playerId: string;
+  tenantCohortId: string | null;
+  /** The event that met the condition (triggered) or no longer met it (resolved); null when the session's end resolved it. */
+  event: SessionEventData | null;
+}
+
 /** What liveline sends: `{type, timestamp (ISO 8601), data}` (CONTRACT §6). */
 export type WebhookMessage =
   | { type: 'session.event'; timestamp: string; data: SessionEventData }
   | { type: 'reward.claimed'; timestamp: string; data: Record<string, unknown> }
   | { type: 'reward.verified'; timestamp: string; data: Record<string, unknown> }
+  | { type: 'alert.triggered'; timestamp: string; data: AlertData & { event: SessionEventData } }
+  | {
+      type: 'alert.resolved';
+      timestamp: string;
+      data: AlertData & { reason: 'condition_cleared' | 'session_ended' };
+    }
   | { type: 'webhook.test'; timestamp: string; data: { webhookId: string; message: string } };
 
 export type WebhookType = WebhookMessage['type'];

@@ -27,6 +27,8 @@ export type BusMessage =
   | { type: 'close'; sessionId: string; code: number; reason: string }
   /** A tenant's webhook endpoints changed on `origin`: other nodes drop what they cached of them. */
   | { type: 'endpoints.changed'; tenantId: string; origin: string }
+  /** A tenant's alert rules changed on `origin`: other nodes drop what they cached of them. */
+  | { type: 'alerts.changed'; tenantId: string; origin: string }
   /**
    * Tokens were revoked, or the signing keys changed, on `origin` (CONTRACT §15): every node updates
    * what it keeps in memory (keys: reads them again) and closes the sockets of revoked tokens (4003).

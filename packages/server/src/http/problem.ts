@@ -146,7 +146,11 @@ export const problems = {
    * retrying does not help until something is deleted. `limit` is the quota.
    */
   quotaExceeded: (
-    code: 'webhook_endpoint_quota_exceeded' | 'campaign_quota_exceeded' | 'challenge_quota_exceeded',
+    code:
+      | 'webhook_endpoint_quota_exceeded'
+      | 'campaign_quota_exceeded'
+      | 'challenge_quota_exceeded'
+      | 'alert_rule_quota_exceeded',
     what: string,
     limit: number,
   ) => conflict(code, `This tenant already has the most ${what} it may have (${limit}).`, { limit }),

@@ -25,6 +25,9 @@ export interface Database {
   campaigns: CampaignsTable;
   challenges: ChallengesTable;
   claims: ClaimsTable;
+  alerts: AlertsTable;
+  alert_states: AlertStatesTable;
+  alert_incidents: AlertIncidentsTable;
 }
 
 export interface ServerKeysTable {
@@ -294,4 +297,56 @@ export interface ClaimsTable {
   redemption: string;
   claimed_at: number;
   verified_at: number | null;
+}
+
+/** A tenant's alert rule (migration 014, CONTRACT §13). */
+export interface AlertsTable {
+  alert_id: string;
+  tenant_id: string;
+  name: string;
+  event_type: string;
+  field: string;
+  /** lt | lte | gt | gte | eq | neq */
+  op: string;
+  /** JSON text of the value: a number or a string. */
+  value: string;
+  tenant_cohort_id: string | null;
+  for_seconds: number;
+  cooldown_seconds: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One rule's state in one session; `version` makes every change a compare-and-set. */
+export interface AlertStatesTable {
+  session_id: string;
+  alert_id: string;
+  tenant_id: string;
+  /** The timestamp of the first matching event of the current run; null: the condition does not hold. */
+  pending_since: number | null;
+  /** The open incident; null: none. */
+  incident_id: string | null;
+  /** The event timestamp of the open incident's last `alert.triggered` (the cooldown runs from it). */
+  notified_at: number | null;
+  player_id: string | null;
+  version: number;
+}
+
+/** An incident: a rule triggered in a session, and how it resolved. */
+export interface AlertIncidentsTable {
+  incident_id: string;
+  alert_id: string;
+  tenant_id: string;
+  session_id: string;
+  player_id: string;
+  tenant_cohort_id: string | null;
+  triggered_at: number;
+  triggered_event_id: string;
+  notifications: number;
+  last_notified_at: number;
+  resolved_at: number | null;
+  /** condition_cleared | session_ended */
+  resolved_reason: string | null;
+  resolved_event_id: string | null;
+  created_at: number;
 }

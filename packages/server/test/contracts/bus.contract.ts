@@ -113,6 +113,7 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
         { type: 'delivered', sessionId, origin: first.nodeId, commandIds: [randomUUID(), randomUUID()] },
         { type: 'takeover', sessionId, connectionId: randomUUID() },
         { type: 'close', sessionId, code: 4001, reason: 'replaced' },
+        { type: 'alerts.changed', tenantId: randomUUID(), origin: first.nodeId },
         {
           type: 'presence',
           presence: {

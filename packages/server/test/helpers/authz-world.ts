@@ -83,6 +83,7 @@ export const PATH_PARAMS: Record<string, ParamSpec> = {
   webhookId: { owner: 'tenant', value: (w) => w.webhook() },
   deliveryId: { owner: 'tenant', value: (w) => w.delivery() },
   batchId: { owner: 'tenant', value: (w) => w.batch() },
+  alertId: { owner: 'tenant', value: (w) => w.alert() },
 };
 
 /** Routes that take no token at all (CONTRACT §1, §7, §9). Any other route without one fails the matrix. */
@@ -180,11 +181,14 @@ const BODIES: Record<string, (shared: Shared) => Body> = {
   'POST /sessions/{SessionId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
   'POST /cohorts/{TenantCohortId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
   'POST /webhooks': (s) => ({ json: { url: s.webhookUrl } }),
+  'POST /alerts': () => ({ json: ALERT }),
   'PATCH /webhooks/{webhookId}': () => ({ json: { description: 'renamed' } }),
   'POST /webhooks/{webhookId}/replay': () => ({ json: { since: Date.now() - 60_000 } }),
   'POST /sessions/{SessionId}/Events': () => ({ json: eventsBody() }),
   'POST /client/v1/sessions/{sessionId}/events': () => ({ json: eventsBody() }),
 };
+
+const ALERT = { name: 'Low battery', eventType: 'Health', field: 'batteryLevel', op: 'lt', value: 15 };
 
 const displayCode = { method: 'displayCode', instructionsTemplate: 'Show {code} at the desk.' };
 
@@ -281,6 +285,13 @@ export class TenantWorld {
         this.call('POST', `/cohorts/${COHORT}/realtime/commands`, { name: 'text', data: 'hi' }),
       );
       return String(body.batchId);
+    });
+  }
+
+  alert() {
+    return this.once('alert', async () => {
+      const body = await ok('alert', this.call('POST', '/alerts', ALERT));
+      return String(body.alertId);
     });
   }
 

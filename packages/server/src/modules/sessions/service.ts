@@ -169,6 +169,11 @@ export class SessionsService {
     return row;
   }
 
+  /** A tenant's session read through `db` (the caller's transaction). */
+  async findIn(db: Kysely<Database>, tenantId: string, sessionId: string) {
+    return (await store.findSession(db, tenantId, sessionId)) ?? null;
+  }
+
   async findForTenant(tenantId: string, sessionId: string) {
     return (await store.findSession(this.storage.db, tenantId, sessionId)) ?? null;
   }

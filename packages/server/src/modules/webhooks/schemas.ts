@@ -2,7 +2,13 @@ import { Type } from 'typebox';
 import { Count, Int32, Nullable, StringEnum, Timestamp, UrlOut, Uuid } from '../../http/schemas.ts';
 import { CLIENT_EVENT_TYPES, SERVER_EVENT_TYPES } from '../events/index.ts';
 
-export const MESSAGE_TYPES = ['session.event', 'reward.claimed', 'reward.verified'] as const;
+export const MESSAGE_TYPES = [
+  'session.event',
+  'reward.claimed',
+  'reward.verified',
+  'alert.triggered',
+  'alert.resolved',
+] as const;
 export const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES] as const;
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export const MAX_URL_LENGTH = 2048;

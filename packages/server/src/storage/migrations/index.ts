@@ -12,6 +12,7 @@ import * as m010 from './010-event-retention.ts';
 import * as m011 from './011-webhook-fanout.ts';
 import * as m012 from './012-event-tail.ts';
 import * as m013 from './013-command-batches.ts';
+import * as m014 from './014-alerts.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const all: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const all: Record<string, Migration> = {
   '011-webhook-fanout': m011,
   '012-event-tail': m012,
   '013-command-batches': m013,
+  '014-alerts': m014,
 };
 
 export const migrationProvider: MigrationProvider = {
