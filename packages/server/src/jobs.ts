@@ -74,6 +74,7 @@ export function jobsOf({
   commands,
   delivery,
   hub,
+  tail,
   presence,
   webhooks,
   auth,
@@ -104,11 +105,15 @@ export function jobsOf({
     // Server pings find dead device sockets.
     { name: 'realtime.ping', everyMs: config.heartbeatIntervalMs, run: async () => hub.pingAll() },
     // Device sockets whose token expired (4401) or was revoked (4003; the bus closes those at once,
-    // this catches what a lost bus message missed) close within a second.
+    // this catches what a lost bus message missed) close within a second; so do live tails of a
+    // revoked client (a tail also ends when its token expires).
     {
       name: 'realtime.token-check',
       everyMs: 1000,
-      run: async () => hub.closeRefused((principal) => auth.refusal(principal)),
+      run: async () => {
+        hub.closeRefused((principal) => auth.refusal(principal));
+        tail.closeRefused((principal) => auth.refusal(principal) !== null);
+      },
     },
     // Revocations and signing keys changed by other processes, read from the store in case the bus lost them.
     { name: 'auth.refresh', everyMs: AUTH_REFRESH_MS, run: () => auth.refresh() },

@@ -140,7 +140,10 @@ export function wire(s: Services) {
     void delivery.resync();
     webhooks.changedElsewhere(null);
     void auth.refresh().then(
-      () => hub.closeRefused((principal) => auth.refusal(principal)),
+      () => {
+        hub.closeRefused((principal) => auth.refusal(principal));
+        tail.closeRefused((principal) => auth.refusal(principal) !== null);
+      },
       () => {}, // the auth.refresh job tries again
     );
   });
@@ -159,7 +162,10 @@ export function wire(s: Services) {
   bus.subscribe(async (message) => {
     if (message.type !== 'auth.changed') return;
     if (message.origin !== bus.nodeId) await auth.changedElsewhere(message.change);
-    if (message.change.kind !== 'keys') hub.closeRefused((principal) => auth.refusal(principal));
+    if (message.change.kind !== 'keys') {
+      hub.closeRefused((principal) => auth.refusal(principal));
+      tail.closeRefused((principal) => auth.refusal(principal) !== null);
+    }
   });
 
   // --- what a session is, and its end -----------------------------------------------------------------

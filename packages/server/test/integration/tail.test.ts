@@ -354,3 +354,32 @@ describe.each(backends)('server memory under a reader that stops reading (%s)', 
     expect((await call(base, 'GET', '/healthz')).status).toBe(200);
   }, 120_000);
 });
+
+/** A tail lasts as long as its token: it ends when the token expires or its client is deleted. */
+describe.each(backends)('live tail and its token (%s)', (backend) => {
+  let server: TestServer;
+  let offset = 0;
+  beforeAll(async () => {
+    server = await startTestServer(backend, {}, { clock: { now: () => Date.now() + offset } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('ends when the client that holds it is deleted, and when its token expires', async () => {
+    const base = server.url;
+    const t = await createTenant(base, server.adminToken);
+    const revoked = await openTail(base, '/events/stream', t.token);
+    const other = await createTenant(base, server.adminToken);
+    const expiring = await openTail(base, '/events/stream', other.token);
+    const deleted = await call(base, 'DELETE', `/admin/v1/tenants/${t.tenantId}/clients/${t.clientId}`, {
+      token: server.adminToken,
+    });
+    expect(deleted.status).toBe(204);
+    await revoked.until(() => revoked.ended, 5000, "the deleted client's tail to end");
+    expect(expiring.ended).toBe(false);
+    // An hour and a minute later (access tokens last an hour): the token-check job ends it.
+    offset = 3660_000;
+    await expiring.until(() => expiring.ended, 5000, 'the expired token’s tail to end');
+  });
+});

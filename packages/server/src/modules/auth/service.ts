@@ -111,12 +111,12 @@ export class AuthService {
 
   /**
    * Whether a verified token is still honoured: null, or `revoked` (its client was deleted, or its
-   * player's tokens revoked after it was issued) or `expired` (a device token, asked again for an
-   * open socket). In memory only: asked on every request and for every open socket.
+   * player's tokens revoked after it was issued) or `expired` (asked again for what outlives its
+   * request: a device's socket, a tenant's live tail). In memory only: asked on every request and for every open socket.
    */
   refusal(principal: TenantPrincipal | DevicePrincipal): TokenRefusal | null {
     if (this.revocations.isRevoked(principal)) return 'revoked';
-    if (principal.kind === 'device' && principal.expiresAt <= this.clock.now()) return 'expired';
+    if (principal.expiresAt <= this.clock.now()) return 'expired';
     return null;
   }
 

@@ -12,6 +12,8 @@ export interface TenantPrincipal {
   tenantId: string;
   clientId: string;
   scopes: ReadonlySet<Scope>;
+  /** When the access token expires (ms): what outlives the request (a live tail) ends then. */
+  expiresAt: number;
 }
 
 export interface DevicePrincipal {
@@ -128,7 +130,13 @@ export class TokenService {
       if (aud === TENANT_AUDIENCE) {
         const scopes = new Set<Scope>();
         for (const s of String(payload.scope ?? '').split(' ')) if (isScope(s)) scopes.add(s);
-        const principal: TenantPrincipal = { kind: 'tenant', tenantId, clientId: payload.sub, scopes };
+        const principal: TenantPrincipal = {
+          kind: 'tenant',
+          tenantId,
+          clientId: payload.sub,
+          scopes,
+          expiresAt,
+        };
         return { principal, expiresAt, kid };
       }
       const cohort = payload.cohort;

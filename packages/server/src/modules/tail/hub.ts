@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { PresenceChange } from '../../bus/index.ts';
+import type { TenantPrincipal } from '../auth/index.ts';
 import type { Clock } from '../../clock.ts';
 import { compareCursors, encodeTailCursor, sameCursor, type TailCursor } from './cursor.ts';
 import type { TailRow, TailScope, TailStore } from './store.ts';
@@ -33,6 +34,8 @@ export interface TailOptions {
 }
 
 interface Reader {
+  /** Who reads: the stream ends when its token expires or its client is revoked (`closeRefused`). */
+  principal: TenantPrincipal;
   scope: TailScope;
   types: Set<string> | null;
   /** Key of what it takes (same key, same frames). */
@@ -85,14 +88,23 @@ export class TailHub {
    * Serves one reader until it goes: its backlog after `resumeAfter` (when given), then live events.
    * The sink's headers are written already.
    */
-  async open(scope: TailScope, sink: TailSink, resumeAfter: TailCursor | null): Promise<void> {
+  async open(
+    principal: TenantPrincipal,
+    scope: TailScope,
+    sink: TailSink,
+    resumeAfter: TailCursor | null,
+  ): Promise<void> {
+    if (this.stopped) {
+      sink.end();
+      return;
+    }
     const types = scope.eventTypes?.length ? new Set(scope.eventTypes) : null;
     const key = JSON.stringify([
       scope.sessionId ?? null,
       scope.tenantCohortId ?? null,
       [...(types ?? [])].sort(),
     ]);
-    const reader: Reader = { scope, types, key, sink, live: false, floor: null };
+    const reader: Reader = { principal, scope, types, key, sink, live: false, floor: null };
     this.readers.add(reader);
     this.metrics.readers(this.readers.size);
     sink.once('close', () => this.remove(reader));
@@ -137,13 +149,21 @@ export class TailHub {
     }
   }
 
+  /**
+   * Ends the streams of readers whose token is refused now (expired, or its client revoked): the
+   * client comes back with a fresh token and `Last-Event-ID` (the `realtime.token-check` job, every
+   * second, and at once on a revocation from the bus).
+   */
+  closeRefused(refused: (principal: TenantPrincipal) => boolean) {
+    for (const reader of this.readers) if (refused(reader.principal)) this.end(reader);
+  }
+
   /** Ends every stream (the server is stopping); no reader is taken after this. */
   close() {
     this.stopped = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.keepAlive = null;
-    for (const reader of this.readers) reader.sink.end();
-    this.readers.clear();
+    for (const reader of [...this.readers]) this.end(reader);
   }
 
   /** The poller's position, starting it if it is not running. */
@@ -309,6 +329,12 @@ export class TailHub {
     }
     this.remove(reader);
     reader.sink.destroy();
+  }
+
+  /** Ends a reader's stream as it is (what was written still reaches it). */
+  private end(reader: Reader) {
+    this.remove(reader);
+    reader.sink.end();
   }
 
   private remove(reader: Reader) {

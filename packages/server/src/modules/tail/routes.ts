@@ -133,5 +133,5 @@ async function serve(
   });
   // The headers go now; a reader that reconnects is told to wait a second first.
   res.write('retry: 1000\n\n');
-  await tail.open(scope, res, resume);
+  await tail.open(tenantOf(request), scope, res, resume);
 }
