@@ -27,6 +27,7 @@ import { batchesPlugin, commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
 import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsPlugin } from './modules/rewards/index.ts';
+import { screenshotsPlugin } from './modules/screenshots/index.ts';
 import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
 import { tailPlugin } from './modules/tail/index.ts';
@@ -266,6 +267,20 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   });
   await app.register(rewardsPlugin, { rewards: services.rewards, publicUrl: config.publicUrl });
   await app.register(webhooksPlugin, { webhooks: services.webhooks });
+  await app.register(screenshotsPlugin, {
+    screenshots: services.screenshots,
+    sessions: {
+      findForDevice: async (principal, id) => {
+        const row = await sessions.findForDevice(principal, id);
+        return row && eventSession(row);
+      },
+      findForTenant: async (tenantId, id) => {
+        const row = await sessions.findForTenant(tenantId, id);
+        return row && eventSession(row);
+      },
+      noteContact: (id) => sessions.noteContact(id),
+    },
+  });
   await app.register(tenantExportPlugin, {
     exporter: new TenantExport({ auth: services.auth, sessions, events }),
   });

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
+import { type BlobStore, openBlobStore } from './blobs/index.ts';
 import { type Bus, type BusDeployment, connectBus, type Presence, type RedisLink } from './bus/index.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -13,6 +14,7 @@ import { type AuthService, createAuth, KeyRing, type OperatorToken } from './mod
 import { CommandBatches, CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventRetention, EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
+import { ScreenshotsService } from './modules/screenshots/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
 import { LiveSessions, SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
@@ -59,6 +61,10 @@ export interface Services {
   webhooks: WebhooksService;
   /** Campaigns, challenges, progress, claims and verification. */
   rewards: Rewards;
+  /** Where screenshots' images live: files under `<dataDir>/blobs`, or S3 (LIVELINE_BLOB_S3_BUCKET). */
+  blobs: BlobStore;
+  /** Device screenshots (CONTRACT §14): the image in `blobs`, its Screenshot event through `events`. */
+  screenshots: ScreenshotsService;
   /** Where modules write webhook messages, in the transaction of the fact they report. */
   outbox: Outbox;
   /** Periodic jobs and self-paced workers, started with the server (see jobs.ts). */
@@ -168,6 +174,11 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       }),
     });
 
+    const blobs = openBlobStore({ dataDir: config.dataDir, s3: config.screenshots.s3 });
+    const screenshots = new ScreenshotsService(storage, clock, blobs, events, logger, {
+      maxBytes: config.screenshots.maxBytes,
+    });
+
     const services: Services = {
       config,
       clock,
@@ -194,6 +205,8 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       tail,
       webhooks,
       rewards,
+      blobs,
+      screenshots,
       outbox: webhooks.outbox,
       jobs: [],
       workers: webhooks.workers(),
@@ -203,6 +216,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
         await sessions.flushContacts().catch(() => {});
         await delivery.flushMarks().catch(() => {});
         await joined.close();
+        blobs.close?.();
         await storage.close();
       },
     };

@@ -60,6 +60,24 @@ export interface Config {
   webhooks: WebhookConfig;
   rewards: RewardsConfig;
   quotas: QuotaConfig;
+  screenshots: ScreenshotConfig;
+}
+
+/** Screenshots (CONTRACT §14) and where their images live (docs/configuration.md, "Screenshots"). */
+export interface ScreenshotConfig {
+  /** Largest image a device may upload, in bytes (5 MiB). */
+  maxBytes: number;
+  /** Blobs in S3 (LIVELINE_BLOB_S3_BUCKET set), else files under `<dataDir>/blobs`. */
+  s3: S3BlobConfig | null;
+}
+
+export interface S3BlobConfig {
+  bucket: string;
+  prefix: string;
+  endpoint: string | null;
+  region: string;
+  forcePathStyle: boolean;
+  credentials: { accessKeyId: string; secretAccessKey: string } | null;
 }
 
 /**
@@ -191,6 +209,28 @@ function secondsList(env: Env, name: string, fallback: number[]): number[] {
   return parts.map(Number);
 }
 
+function loadS3BlobConfig(env: Env): S3BlobConfig | null {
+  const bucket = str(env, 'LIVELINE_BLOB_S3_BUCKET');
+  if (bucket === null) return null;
+  const endpoint = str(env, 'LIVELINE_BLOB_S3_ENDPOINT');
+  if (endpoint !== null && !/^https?:\/\/[^/]/.test(endpoint))
+    throw new ConfigError(`LIVELINE_BLOB_S3_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+  const accessKeyId = str(env, 'LIVELINE_BLOB_S3_ACCESS_KEY_ID');
+  const secretAccessKey = str(env, 'LIVELINE_BLOB_S3_SECRET_ACCESS_KEY');
+  if ((accessKeyId === null) !== (secretAccessKey === null))
+    throw new ConfigError(
+      'LIVELINE_BLOB_S3_ACCESS_KEY_ID and LIVELINE_BLOB_S3_SECRET_ACCESS_KEY go together (or neither: the AWS default chain)',
+    );
+  return {
+    bucket,
+    prefix: str(env, 'LIVELINE_BLOB_S3_PREFIX') ?? '',
+    endpoint,
+    region: str(env, 'LIVELINE_BLOB_S3_REGION') ?? str(env, 'AWS_REGION') ?? 'us-east-1',
+    forcePathStyle: bool(env, 'LIVELINE_BLOB_S3_FORCE_PATH_STYLE', endpoint !== null),
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : null,
+  };
+}
+
 function loadWebhookConfig(env: Env): WebhookConfig {
   const timeoutMs = int(env, 'LIVELINE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000);
   const leaseS = int(env, 'LIVELINE_WEBHOOK_LEASE_S', 60, 1, 86400);
@@ -293,6 +333,10 @@ export function loadConfig(env: Env = process.env): Config {
       campaigns: int(env, 'LIVELINE_QUOTA_CAMPAIGNS', 1000, 0, 10_000_000),
       challenges: int(env, 'LIVELINE_QUOTA_CHALLENGES', 10_000, 0, 100_000_000),
       alertRules: int(env, 'LIVELINE_QUOTA_ALERT_RULES', 100, 0, 10_000),
+    },
+    screenshots: {
+      maxBytes: int(env, 'LIVELINE_SCREENSHOT_MAX_BYTES', 5 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      s3: loadS3BlobConfig(env),
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Services } from './compose.ts';
 import { AUTH_REFRESH_MS } from './modules/auth/index.ts';
 import { eventRetentionJob } from './modules/events/index.ts';
+import { screenshotOrphansJob } from './modules/screenshots/index.ts';
 
 /**
  * Periodic work of one process (sweeps, expiry, dispatch). Modules describe their jobs; `compose.ts`
@@ -79,6 +80,7 @@ export function jobsOf({
   webhooks,
   auth,
   retention,
+  screenshots,
   logger,
 }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
@@ -121,5 +123,7 @@ export function jobsOf({
     ...webhooks.jobs(),
     // Events received longer ago than their tenant's retention are deleted, in small batches.
     eventRetentionJob(retention, logger),
+    // Screenshot uploads whose event never committed (a crash in between) lose their blob after an hour.
+    screenshotOrphansJob(screenshots, logger),
   ];
 }

@@ -33,7 +33,14 @@ export function wire(s: Services) {
     auth,
     tail,
     clock,
+    retention,
+    screenshots,
   } = s;
+
+  // Retention deletes an event's screenshot image (blob and row) before the event itself.
+  retention.onDeleting(async (sessionId, eventIds) => {
+    await screenshots.forgetEvents(sessionId, eventIds);
+  });
 
   // --- a command ------------------------------------------------------------------------------------
   commands.onIssue('stream.start', async (trx, session, { commandId, data }) => {

@@ -28,6 +28,7 @@ export interface Database {
   alerts: AlertsTable;
   alert_states: AlertStatesTable;
   alert_incidents: AlertIncidentsTable;
+  screenshots: ScreenshotsTable;
 }
 
 export interface ServerKeysTable {
@@ -348,5 +349,19 @@ export interface AlertIncidentsTable {
   /** condition_cleared | session_ended */
   resolved_reason: string | null;
   resolved_event_id: string | null;
+  created_at: number;
+}
+
+/** Uploaded screenshots (migration 015); the image bytes are in the blob store. */
+export interface ScreenshotsTable {
+  image_id: string;
+  tenant_id: string;
+  session_id: string;
+  /** The `Screenshot` event's id; null while the upload is pending (blob written, event not yet). */
+  event_id: string | null;
+  content_type: string;
+  width: number;
+  height: number;
+  size_bytes: number;
   created_at: number;
 }

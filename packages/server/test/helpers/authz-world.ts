@@ -9,6 +9,7 @@ import { SCOPES } from '../../src/modules/auth/index.ts';
 import { accessToken, call, createTenant, deviceToken } from './api.ts';
 import { greyJpeg } from './jpeg.ts';
 import type { Callers, Operation } from './openapi.ts';
+import { greyPng } from './png.ts';
 import { minimalValue } from './schema-arbitrary.ts';
 
 /** Who calls. Tenant A owns the route's resources; its player `OWNER` owns the session. */
@@ -83,6 +84,7 @@ export const PATH_PARAMS: Record<string, ParamSpec> = {
   webhookId: { owner: 'tenant', value: (w) => w.webhook() },
   deliveryId: { owner: 'tenant', value: (w) => w.delivery() },
   batchId: { owner: 'tenant', value: (w) => w.batch() },
+  imageId: { owner: 'tenant', value: (w) => w.screenshot() },
   alertId: { owner: 'tenant', value: (w) => w.alert() },
 };
 
@@ -178,6 +180,7 @@ const BODIES: Record<string, (shared: Shared) => Body> = {
       return form;
     },
   }),
+  'POST /client/v1/sessions/{sessionId}/screenshots': () => ({ form: screenshotForm }),
   'POST /sessions/{SessionId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
   'POST /cohorts/{TenantCohortId}/realtime/commands': () => ({ json: { name: 'text', data: 'hello' } }),
   'POST /webhooks': (s) => ({ json: { url: s.webhookUrl } }),
@@ -200,6 +203,13 @@ function challengeBody(rewardCode: string) {
     rewardImage: IMAGE,
     rule: { type: 'sessionCount', target: 1 },
   };
+}
+
+/** A screenshot upload: one PNG part `image`. */
+function screenshotForm() {
+  const form = new FormData();
+  form.append('image', new Blob([new Uint8Array(greyPng(16, 9))], { type: 'image/png' }), 'shot.png');
+  return form;
 }
 
 function eventsBody() {
@@ -273,6 +283,21 @@ export class TenantWorld {
         this.call('POST', `/sessions/${sessionId}/realtime/commands`, { name: 'text', data: 'hi' }),
       );
       return String(body.commandId);
+    });
+  }
+
+  /** A screenshot the owner's device uploaded to its session. */
+  screenshot() {
+    return this.once('screenshot', async () => {
+      const sessionId = await this.session();
+      const res = await fetch(`${this.shared.base}/client/v1/sessions/${sessionId}/screenshots`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.ownDevice}` },
+        body: screenshotForm(),
+      });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (res.status !== 201) throw new Error(`screenshot: ${res.status} ${JSON.stringify(body)}`);
+      return String(body.imageId);
     });
   }
 

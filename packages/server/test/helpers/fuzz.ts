@@ -16,6 +16,7 @@ import { type Dispatcher, request } from 'undici';
 import { call, createTenant, deviceToken } from './api.ts';
 import { greyJpeg } from './jpeg.ts';
 import type { JsonSchema, Operation } from './openapi.ts';
+import { greyPng } from './png.ts';
 import {
   applyMutation,
   hostileString,
@@ -132,6 +133,20 @@ export class FuzzWorld {
         }),
       );
       this.ids.commandId = String(body.commandId);
+    }
+    const imagePath = () => `/sessions/${this.ids.sessionId}/screenshots/${this.ids.imageId}`;
+    if (!this.ids.imageId || (await this.tenant('GET', imagePath())).status !== 200) {
+      const form = new FormData();
+      form.append('image', new Blob([new Uint8Array(greyPng(16, 9))], { type: 'image/png' }), 'shot.png');
+      const res = await fetch(`${base}/client/v1/sessions/${this.ids.sessionId}/screenshots`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.device}` },
+        body: form,
+      });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (res.status !== 201)
+        throw new Error(`fuzz world: screenshot failed: ${res.status} ${JSON.stringify(body)}`);
+      this.ids.imageId = String(body.imageId);
     }
     if (
       !this.ids.campaignId ||

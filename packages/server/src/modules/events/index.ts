@@ -18,6 +18,7 @@ export {
   EventRetention,
   eventRetentionJob,
   type RetentionDirectory,
+  type RetentionHook,
   type SweepResult,
 } from './retention.ts';
 export { type EventsPluginOptions, eventsPlugin, type SessionFinder } from './routes.ts';

@@ -54,6 +54,12 @@ export interface RetentionSessions {
   remove(sessionId: string, keeps: (trx: Kysely<Database>) => Promise<boolean>): Promise<boolean>;
 }
 
+/**
+ * Work before a batch of a session's events is deleted (the screenshots module deletes their
+ * images): registered by the wiring; a hook that throws stops the batch, which the next sweep retries.
+ */
+export type RetentionHook = (sessionId: string, eventIds: string[]) => Promise<void>;
+
 export interface SweepResult {
   /** Events deleted. */
   events: number;
@@ -94,6 +100,7 @@ export function effectiveDays(setting: number | null, defaultDays: number): numb
 export class EventRetention {
   private readonly deleted: Counter<'kind'>;
   private readonly batchSize: number;
+  private readonly deleting: RetentionHook[] = [];
 
   constructor(
     private readonly storage: Storage,
@@ -110,6 +117,11 @@ export class EventRetention {
       labelNames: ['kind'],
       registers: [registry],
     });
+  }
+
+  /** Adds work before each batch of events is deleted. */
+  onDeleting(hook: RetentionHook) {
+    this.deleting.push(hook);
   }
 
   /** One sweep over every tenant. */
@@ -158,6 +170,7 @@ export class EventRetention {
     for (;;) {
       const ids = await expiredEventIds(db, sessionId, cutoff, afterId, this.batchSize);
       if (ids.length > 0) {
+        for (const hook of this.deleting) await hook(sessionId, ids);
         await db
           .deleteFrom('events')
           .where('session_id', '=', sessionId)

@@ -13,6 +13,7 @@ import * as m011 from './011-webhook-fanout.ts';
 import * as m012 from './012-event-tail.ts';
 import * as m013 from './013-command-batches.ts';
 import * as m014 from './014-alerts.ts';
+import * as m015 from './015-screenshots.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const all: Record<string, Migration> = {
@@ -30,6 +31,7 @@ const all: Record<string, Migration> = {
   '012-event-tail': m012,
   '013-command-batches': m013,
   '014-alerts': m014,
+  '015-screenshots': m015,
 };
 
 export const migrationProvider: MigrationProvider = {
