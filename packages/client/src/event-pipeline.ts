@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_EVENTS_PER_BATCH } from '@liveline/protocol';
 import { backoffDelay, MAX_TIMER_MS, type RetryOptions } from './backoff.ts';
+import { type EventBufferStorage, keyMaker, type StoredEvent } from './buffer-storage.ts';
 import type { ClientEvent, StampedEvent } from './events.ts';
 import { type Clock, closedError, type HttpClient, LivelineError } from './http.ts';
 import type { SocketBatchAnswer } from './realtime.ts';
@@ -56,18 +57,44 @@ export interface EventPipelineOptions {
   requestTimeoutMs: number;
   /** Send batches over the socket while it is welcomed. */
   eventsOverSocket: boolean;
+  /**
+   * JSON characters the buffer may hold (each event counted as `JSON.stringify(event).length`); beyond
+   * it the oldest events not in flight are dropped. Infinity: no bound but `maxBufferedEvents`.
+   */
+  maxBufferedBytes: number;
+  /** A copy of the buffer that outlives the process (`buffer-storage.ts`); null: memory only. */
+  storage: EventBufferStorage | null;
   /** Aborted when the device closes: cancels the request in flight and any backoff sleep. */
   closing: AbortSignal;
   /** The session batches are sent to; null while there is none (events wait in the buffer). */
   sessionId(): string | null;
   /** Refused events (dropped) and auth failures (sending paused). */
   reportError(event: DeviceErrorEvent): void;
+  /** Events dropped because the buffer was full, oldest first. */
+  reportDropped(event: DroppedEvents): void;
+}
+
+/** What `on('dropped')` reports: events the buffer had no room for (they are gone). */
+export interface DroppedEvents {
+  /** The dropped events, oldest first. */
+  events: StampedEvent[];
+  /** Which bound was exceeded. */
+  reason: 'maxBufferedEvents' | 'maxBufferedBytes';
 }
 
 interface Buffered {
-  /** Tracking order, so `flush()` knows when everything tracked before it has left the buffer. */
+  /**
+   * Tracking order, so `flush()` knows when everything tracked before it has left the buffer (0 for
+   * what a previous run left).
+   */
   seq: number;
   event: StampedEvent;
+  /** The session it goes to: current when tracked, else the next one started (null until then). */
+  sessionId: string | null;
+  /** Its key in the storage ('' without one). */
+  key: string;
+  /** `JSON.stringify(event).length` when `maxBufferedBytes` is finite, else 0. */
+  bytes: number;
 }
 
 interface FlushWaiter {
@@ -114,6 +141,11 @@ export class EventPipeline {
   /** Ends the current backoff sleep early (the realtime channel came back). */
   private wakeSleep: (() => void) | null = null;
   private readonly counters = { sent: 0, duplicates: 0, dropped: 0, rejected: 0, retries: 0 };
+  private bytes = 0;
+  private readonly storage: EventBufferStorage | null;
+  private readonly nextKey = keyMaker();
+  /** Until the storage's leftovers are in the buffer, nothing is sent and nothing written. */
+  private loading: Promise<void> | null = null;
 
   constructor(options: EventPipelineOptions) {
     const { batchSize, maxBufferedEvents } = options;
@@ -123,8 +155,64 @@ export class EventPipeline {
     if (!Number.isInteger(maxBufferedEvents) || maxBufferedEvents < batchSize) {
       throw new RangeError('maxBufferedEvents must be an integer no smaller than batchSize');
     }
+    if (!(options.maxBufferedBytes > 0)) throw new RangeError('maxBufferedBytes must be positive');
     this.options = options;
     this.batchSize = batchSize;
+    this.storage = options.storage;
+    if (this.storage) this.loading = this.load(this.storage);
+  }
+
+  /**
+   * Puts what the previous run left before whatever was tracked meanwhile (seq 0: older than any
+   * flush), then writes what was tracked meanwhile and starts sending. A storage that cannot be read
+   * is reported and the buffer stays in memory.
+   */
+  private async load(storage: EventBufferStorage): Promise<void> {
+    let left: StoredEvent[] = [];
+    try {
+      left = await storage.load();
+    } catch (error) {
+      this.reportStorageError(error);
+    }
+    const loaded = left.map(({ key, sessionId, event }) => this.entry(0, event, sessionId, key));
+    for (const entry of loaded) this.bytes += entry.bytes;
+    const tracked = this.buffer;
+    this.buffer = [...loaded, ...tracked];
+    storage.add(tracked.map(({ key, sessionId, event }) => ({ key, sessionId, event })));
+    this.loading = null;
+    const sessionId = this.options.sessionId();
+    if (sessionId) this.bind(sessionId);
+    this.dropOverflow();
+    this.start();
+  }
+
+  private reportStorageError(cause: unknown): void {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    this.options.reportError({
+      error: new LivelineError({ status: 0, code: 'storage_failed', detail }),
+      rejectedEvents: [],
+      rejections: [],
+    });
+  }
+
+  private entry(seq: number, event: StampedEvent, sessionId: string | null, key: string): Buffered {
+    const bytes = Number.isFinite(this.options.maxBufferedBytes) ? JSON.stringify(event).length : 0;
+    return { seq, event, sessionId, key, bytes };
+  }
+
+  /** Every event still without a session goes to `sessionId`. */
+  private bind(sessionId: string): void {
+    const last = this.buffer.at(-1);
+    if (!last || last.sessionId !== null) return;
+    for (const entry of this.buffer) if (entry.sessionId === null) entry.sessionId = sessionId;
+    if (!this.loading) this.storage?.bindUnbound(sessionId);
+  }
+
+  /** Entries left the buffer: their bytes and their copies in the storage go. */
+  private forget(entries: readonly Buffered[]): void {
+    if (entries.length === 0) return;
+    for (const entry of entries) this.bytes -= entry.bytes;
+    if (this.storage && !this.loading) this.storage.remove(entries.map(({ key }) => key));
   }
 
   private get closed(): boolean {
@@ -138,7 +226,17 @@ export class EventPipeline {
       id: event.id ?? crypto.randomUUID(),
       timestamp: event.timestamp ?? this.options.clock.now(),
     };
-    this.buffer.push({ seq: ++this.lastSeq, event: stamped });
+    const entry = this.entry(
+      ++this.lastSeq,
+      stamped,
+      this.options.sessionId(),
+      this.storage ? this.nextKey() : '',
+    );
+    this.buffer.push(entry);
+    this.bytes += entry.bytes;
+    if (this.storage && !this.loading) {
+      this.storage.add([{ key: entry.key, sessionId: entry.sessionId, event: entry.event }]);
+    }
     this.dropOverflow();
     if (this.buffer.length - this.inFlight >= this.batchSize) this.kick();
     this.armTimer();
@@ -152,8 +250,9 @@ export class EventPipeline {
    */
   flush(): Promise<void> {
     if (this.closed) return Promise.reject(closedError());
+    if (this.loading) return this.loading.then(() => this.flush());
     if (this.buffer.length === 0) return Promise.resolve();
-    if (!this.options.sessionId()) {
+    if (this.buffer.at(-1)?.sessionId === null) {
       return Promise.reject(
         new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session before flushing.' }),
       );
@@ -166,8 +265,13 @@ export class EventPipeline {
     return done;
   }
 
-  /** There is a session to send to now: full batches go, and the flush timer runs for the rest. */
+  /**
+   * There is a session to send to now: events tracked without one go to it, full batches go, and the
+   * flush timer runs for the rest.
+   */
   start(): void {
+    const sessionId = this.options.sessionId();
+    if (sessionId) this.bind(sessionId);
     this.kick();
     this.armTimer();
   }
@@ -201,6 +305,17 @@ export class EventPipeline {
     return this.pumpDone;
   }
 
+  /** After `stop()` and `idle()`: the storage writes what is left and is released. */
+  async release(): Promise<void> {
+    if (!this.storage) return;
+    await this.loading;
+    try {
+      await this.storage.close();
+    } catch (error) {
+      this.reportStorageError(error);
+    }
+  }
+
   /** The buffered events, oldest first. */
   pendingEvents(): StampedEvent[] {
     return this.buffer.map(({ event }) => ({ ...event }));
@@ -210,17 +325,36 @@ export class EventPipeline {
     return { ...this.counters, buffered: this.buffer.length };
   }
 
-  /** Drop-oldest: fresh data (health, the latest progress) matters more to a live view than the oldest. */
+  /**
+   * Drop-oldest: fresh data (health, the latest progress) matters more to a live view than the oldest.
+   * The batch in flight is never dropped. What goes is counted and reported (`reportDropped`).
+   */
   private dropOverflow(): void {
     const excess = this.buffer.length - this.options.maxBufferedEvents;
-    if (excess <= 0) return;
-    this.counters.dropped += this.buffer.splice(this.inFlight, excess).length;
+    if (excess > 0) this.drop(this.buffer.splice(this.inFlight, excess), 'maxBufferedEvents');
+    const { maxBufferedBytes } = this.options;
+    if (this.bytes > maxBufferedBytes && this.buffer.length > this.inFlight) {
+      let count = 0;
+      let freed = 0;
+      while (this.inFlight + count < this.buffer.length && this.bytes - freed > maxBufferedBytes) {
+        freed += this.buffer[this.inFlight + count].bytes;
+        count++;
+      }
+      this.drop(this.buffer.splice(this.inFlight, count), 'maxBufferedBytes');
+    }
+  }
+
+  private drop(entries: Buffered[], reason: DroppedEvents['reason']): void {
+    if (entries.length === 0) return;
+    this.counters.dropped += entries.length;
+    this.forget(entries);
     this.settleWaiters();
+    this.options.reportDropped({ events: entries.map(({ event }) => ({ ...event })), reason });
   }
 
   private armTimer(): void {
-    if (this.flushTimer || !this.options.sessionId() || this.haltedBy || this.closed) return;
-    if (this.buffer.length === this.inFlight) return;
+    if (this.flushTimer || this.haltedBy || this.closed || this.loading) return;
+    if (this.buffer.length === this.inFlight || this.buffer[0]?.sessionId === null) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
       this.drainThrough = this.lastSeq;
@@ -230,7 +364,8 @@ export class EventPipeline {
 
   /** Starts the send loop unless it is running (it then picks up new work itself) or cannot run. */
   private kick(): void {
-    if (this.pumping || !this.options.sessionId() || this.haltedBy || this.closed) return;
+    if (this.pumping || this.haltedBy || this.closed || this.loading) return;
+    if (this.buffer[0]?.sessionId == null) return;
     this.pumping = true;
     this.pumpDone = this.pump();
   }
@@ -245,12 +380,15 @@ export class EventPipeline {
     let owed = 0;
     try {
       while (!this.haltedBy && !this.closed && this.buffer.length > 0) {
-        const sessionId = this.options.sessionId();
+        const sessionId = this.buffer[0].sessionId;
         if (!sessionId) break;
-        if (owed === 0 && this.buffer[0].seq > this.drainThrough && this.buffer.length < this.batchSize) {
-          break;
-        }
-        const batch = this.buffer.slice(0, owed > 0 ? Math.min(size, owed) : size).map(({ event }) => event);
+        // A batch is the oldest events that go to the same session.
+        let run = 1;
+        while (run < this.batchSize && this.buffer[run]?.sessionId === sessionId) run++;
+        if (owed === 0 && this.buffer[0].seq > this.drainThrough && run < this.batchSize) break;
+        const batch = this.buffer
+          .slice(0, owed > 0 ? Math.min(size, owed) : Math.min(size, run))
+          .map(({ event }) => event);
         this.inFlight = Math.max(batch.length, owed);
         const outcome = await this.sendBatch(sessionId, batch);
         // After close() the buffer is left exactly as pendingEvents() showed it.
@@ -268,13 +406,14 @@ export class EventPipeline {
           continue;
         }
         if (outcome.kind === 'sent') {
-          this.buffer.splice(0, batch.length);
+          this.forget(this.buffer.splice(0, batch.length));
           owed -= batch.length;
           this.inFlight = owed;
         } else {
           // Each pass drops at least one event, so resending the rest cannot loop forever.
           const refused = refusedEvents(outcome.error, batch.length);
           const rejections = [...refused].map(([index, errors]) => ({ event: batch[index], errors }));
+          this.forget(this.buffer.filter((_, index) => index < batch.length && refused.has(index)));
           this.buffer = this.buffer.filter((_, index) => index >= batch.length || !refused.has(index));
           owed -= refused.size;
           this.inFlight = owed;

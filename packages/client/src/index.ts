@@ -10,6 +10,7 @@ export {
   Resolution,
 } from '@liveline/protocol';
 export { backoffDelay, type RetryOptions } from './backoff.ts';
+export { type EventBufferStorage, indexedDbEventStorage, type StoredEvent } from './buffer-storage.ts';
 export * from './challenges.ts';
 export {
   type CameraHandler,
@@ -24,6 +25,7 @@ export {
   type RealtimeCommand,
   type RecordStartHandler,
   type RecordStartRequest,
+  type ScreenshotHandler,
   type StopHandler,
   type StreamStartHandler,
   type StreamStartRequest,
@@ -33,6 +35,7 @@ export {
   type DeviceErrorEvent,
   type DeviceEvents,
   type DeviceStats,
+  type DroppedEvents,
   type HealthFields,
   LivelineDevice,
   type LivelineDeviceOptions,
@@ -47,6 +50,7 @@ export {
   type EventCommon,
   type StampedEvent,
 } from './events.ts';
+export { type HealthHook, HealthSampler } from './health.ts';
 export {
   type Clock,
   type FieldError,
@@ -59,6 +63,17 @@ export {
 } from './http.ts';
 export { CloseCode, type DisconnectedInfo, type ReconnectingInfo, type WelcomeInfo } from './realtime.ts';
 export type { EventRejection } from './refusals.ts';
+export {
+  type CanvasLike,
+  type Screenshot,
+  type ScreenshotProvider,
+  type ScreenshotRequest,
+  type ScreenshotType,
+  type StoredScreenshot,
+  screenshotFromBuffer,
+  screenshotFromCanvas,
+  type TakeScreenshotOptions,
+} from './screenshots.ts';
 export type { DeviceInfo, EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
 export {
   nodeWebSocketConnector,
