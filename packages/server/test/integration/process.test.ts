@@ -65,7 +65,7 @@ describe.each(backends)('liveline process (%s)', (backend: Backend) => {
     second.child.kill('SIGINT');
     expect((await exitWithin(second, 10_000)).code).toBe(0);
     expect(second.stderr()).toBe('');
-  });
+  }, 90_000); // two server processes, each loading TypeScript: slow on a busy machine
 
   it('on SIGTERM finishes the request in flight, then exits 0 within 10 s', async () => {
     const p = await start({ ...store().env, LIVELINE_ADMIN_TOKEN: 'process-test-admin-token' });
@@ -118,7 +118,7 @@ describe.each(backends)('liveline process (%s)', (backend: Backend) => {
     expect(p.stdout()).toContain('"msg":"stopped"');
     // Nothing listens any more.
     await expect(fetch(`${p.url}/healthz`)).rejects.toThrow();
-  });
+  }, 90_000); // two server processes, each loading TypeScript: slow on a busy machine
 
   it('runs the admin CLI against the running server', async () => {
     const s = store();

@@ -77,7 +77,14 @@ describe.each(backends)('streams and recordings (%s)', (backend) => {
     );
 
   beforeAll(async () => {
-    server = await startTestServer(backend, {}, { clock });
+    // The sweeps are called by the tests with their own limits; the server's own sweep jobs, which
+    // run on real time, must not act on what the manual clock jumps over (they did under load: a
+    // stream stopped as disconnected before the test's idle sweep ran).
+    server = await startTestServer(
+      backend,
+      { LIVELINE_STREAM_GRACE_S: '86400', LIVELINE_SESSION_IDLE_TIMEOUT_S: String(30 * 86400) },
+      { clock },
+    );
     base = server.url;
     tenant = await createTenant(base, server.adminToken);
   });
