@@ -24,6 +24,8 @@ interface SimOptions {
   clientSecret?: string;
   cohort?: string;
   healthInterval: number;
+  batteryDrain?: number;
+  batteryStart?: number;
   streamFor?: number;
   claim?: boolean;
 }
@@ -57,6 +59,22 @@ function positiveSeconds(value: string): number {
   return n;
 }
 
+function percent(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 100) {
+    throw new InvalidArgumentError('It must be a number from 0 to 100.');
+  }
+  return n;
+}
+
+function drainRate(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 6000) {
+    throw new InvalidArgumentError('It must be a positive number of percent per minute, at most 6000.');
+  }
+  return n;
+}
+
 /** `liveline sim`: simulated headsets that print the commands they get, for trying commands by hand. */
 export function registerSim(program: Command) {
   program
@@ -78,6 +96,16 @@ export function registerSim(program: Command) {
     .option('--client-secret <secret>', 'its secret (default: $LIVELINE_CLIENT_SECRET)')
     .option('--cohort <tenantCohortId>', 'the cohort the sessions belong to')
     .option('--health-interval <seconds>', 'seconds between Health events', positiveSeconds, 5)
+    .option(
+      '--battery-drain <percent per minute>',
+      'the battery drains at this rate from --battery-start (600: 10 % a second), down to 0',
+      drainRate,
+    )
+    .option(
+      '--battery-start <percent>',
+      'the battery level of the first Health event (default 100 with --battery-drain, else 70-100)',
+      percent,
+    )
     .option(
       '--stream-for <seconds>',
       'each headset streams (1080p, 16:9) for this long once it has started',
@@ -226,12 +254,37 @@ async function startHeadset(url: string, tenantToken: string, n: number, opts: S
   }
   // Only reconnects are news: the first connection is implied by the list printed at start.
   device.on('connected', () => out(`${sessionId} ${label}  reconnected`));
-  let battery = 100 - Math.floor(Math.random() * 30);
-  device.startHealthReporting(() => {
-    battery = Math.max(1, battery - Math.random() * 0.5);
-    return health(battery);
-  }, opts.healthInterval * 1000);
+  device.startHealthReporting(batteryOf(headset, opts), opts.healthInterval * 1000);
   return headset;
+}
+
+/**
+ * The Health provider: with `--battery-drain`, the level falls linearly with time from
+ * `--battery-start` (default 100) to 0, and a line is printed each time it passes a multiple of 10;
+ * without it, the level starts at `--battery-start` (else 70-100) and drifts down slowly.
+ */
+function batteryOf({ label, sessionId }: Headset, opts: SimOptions): () => HealthFields {
+  const { batteryDrain } = opts;
+  if (batteryDrain === undefined) {
+    let battery = opts.batteryStart ?? 100 - Math.floor(Math.random() * 30);
+    return () => {
+      battery = Math.max(Math.min(1, battery), battery - Math.random() * 0.5);
+      return health(battery);
+    };
+  }
+  const start = opts.batteryStart ?? 100;
+  const startedAt = Date.now();
+  let printed = Math.ceil(start / 10);
+  return () => {
+    const level = Math.max(0, start - (batteryDrain * (Date.now() - startedAt)) / 60_000);
+    const fields = health(level);
+    const decile = Math.ceil((fields.batteryLevel ?? 0) / 10);
+    if (decile < printed) {
+      printed = decile;
+      out(`${sessionId} ${label}  battery ${fields.batteryLevel}%`);
+    }
+    return fields;
+  };
 }
 
 /** An app-initiated stream of the given length (spec rule 3: streams may start inside the app). */

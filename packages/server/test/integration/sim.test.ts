@@ -137,6 +137,62 @@ describe.each(backends)('liveline sim (%s)', (backend) => {
     }
   });
 
+  it('drains the battery at --battery-drain from --battery-start, and prints it passing each 10 %', async () => {
+    const sim = startSim(
+      [
+        '--devices',
+        '1',
+        '--url',
+        server.url,
+        '--health-interval',
+        '0.2',
+        '--battery-start',
+        '30',
+        '--battery-drain',
+        '600',
+      ],
+      { LIVELINE_CLIENT_ID: tenant.clientId, LIVELINE_CLIENT_SECRET: tenant.clientSecret },
+    );
+    running.push(sim);
+    const log = () => `${sim.stdout()}\n${sim.stderr()}`;
+    const sessionLine = new RegExp(`^sim-1  session (${UUID})$`, 'm');
+    await waitFor(() => sessionLine.test(sim.stdout()), log);
+    const sessionId = sim.stdout().match(sessionLine)?.[1] ?? '';
+    // 10 % a second from 30: under 15 after 1.5 s, 0 after 3 s.
+    await waitFor(() => sim.stdout().includes(`${sessionId} sim-1  battery 0%`), log, 10_000);
+    const lines = [...sim.stdout().matchAll(/ sim-1 {2}battery ([\d.]+)%$/gm)].map((m) => Number(m[1]));
+    expect(lines.length).toBe(3); // past 20, past 10, and 0
+    expect(lines[0]).toBeLessThanOrEqual(20);
+    expect(lines[1]).toBeLessThanOrEqual(10);
+
+    const levels = async () => {
+      const session = await call<Json>(server.url, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
+      return (session.body.events as Json[])
+        .filter((e) => e.eventType === 'Health')
+        .map((e) => e.batteryLevel as number);
+    };
+    await expect.poll(async () => (await levels()).at(-1), { timeout: 10_000 }).toBe(0);
+    const seen = await levels();
+    expect(seen[0]).toBeLessThanOrEqual(30);
+    expect(seen[0]).toBeGreaterThan(15);
+    expect(seen.some((level) => level > 0 && level < 15)).toBe(true);
+    expect(seen).toEqual([...seen].sort((a, b) => b - a)); // never goes up
+
+    sim.child.kill('SIGINT');
+    expect(await sim.exited).toBe(0);
+  });
+
+  it('refuses a battery drain or start out of range', async () => {
+    const sim = startSim(['--url', server.url, '--battery-drain', '0'], {});
+    running.push(sim);
+    expect(await sim.exited).not.toBe(0);
+    expect(sim.stderr()).toContain("option '--battery-drain <percent per minute>' argument '0' is invalid");
+    const start = startSim(['--url', server.url, '--battery-start', '101'], {});
+    running.push(start);
+    expect(await start.exited).not.toBe(0);
+    expect(start.stderr()).toContain('It must be a number from 0 to 100.');
+  });
+
   it('says what it needs when it has no tenant credentials, and reports bad ones', async () => {
     const run = (args: string[], env: Record<string, string>) =>
       new Promise<{ code: number; stderr: string }>((resolve) => {
