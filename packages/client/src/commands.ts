@@ -9,6 +9,7 @@ import {
   type Resolution,
   type AckMessage as WireAckMessage,
 } from '@liveline/protocol';
+import { type ScreenshotRequest, screenshotRequest } from './screenshots.ts';
 
 /**
  * A `command` message as it came off the socket (CONTRACT §2): `name` is `stream.start`, `stream.stop`,
@@ -80,6 +81,8 @@ export type CameraHandler = (controls: CameraSettings, command: RealtimeCommand)
 export type StreamStartHandler = (request: StreamStartRequest, command: RealtimeCommand) => HandlerResult;
 export type RecordStartHandler = (request: RecordStartRequest, command: RealtimeCommand) => HandlerResult;
 export type StopHandler = (command: RealtimeCommand) => HandlerResult;
+/** Takes a screenshot and uploads it (the device registers its own, from its `screenshotProvider`). */
+export type ScreenshotHandler = (request: ScreenshotRequest, command: RealtimeCommand) => HandlerResult;
 
 /** The device's answer to a command, as it goes on the wire. */
 export type AckMessage = WireAckMessage &
@@ -96,7 +99,8 @@ export type CommandKind =
   | 'streamStart'
   | 'streamStop'
   | 'recordStart'
-  | 'recordStop';
+  | 'recordStop'
+  | 'screenshot';
 
 const REGISTRATION: Record<CommandKind, string> = {
   text: 'onText',
@@ -106,6 +110,7 @@ const REGISTRATION: Record<CommandKind, string> = {
   streamStop: 'onStreamStop',
   recordStart: 'onRecordStart',
   recordStop: 'onRecordStop',
+  screenshot: 'the screenshotProvider option',
 };
 
 /** A command's payload, parsed and typed, ready for its handler. */
@@ -116,7 +121,8 @@ export type ParsedCommand =
   | { kind: 'streamStart'; request: StreamStartRequest }
   | { kind: 'streamStop' }
   | { kind: 'recordStart'; request: RecordStartRequest }
-  | { kind: 'recordStop' };
+  | { kind: 'recordStop' }
+  | { kind: 'screenshot'; request: ScreenshotRequest };
 
 /** Thrown by `parseCommand` for a payload that does not match its command's shape. */
 export class MalformedCommandError extends Error {
@@ -167,6 +173,8 @@ export function parseCommand(command: RealtimeCommand): ParsedCommand {
     }
     case 'record.stop':
       return { kind: 'recordStop' };
+    case 'screenshot':
+      return { kind: 'screenshot', request: screenshotRequest(command.data) };
     default:
       return { kind: 'custom', name, variables: parseVariables(data, malformed) };
   }
@@ -253,6 +261,7 @@ interface Handlers {
   streamStop?: StopHandler;
   recordStart?: RecordStartHandler;
   recordStop?: StopHandler;
+  screenshot?: ScreenshotHandler;
 }
 
 /** How many recent command ids the SDK remembers to drop repeats (and answer them again). */
@@ -370,6 +379,8 @@ export class CommandRouter {
         return h.recordStart ? h.recordStart(parsed.request, command) : unhandled(command, 'recordStart');
       case 'recordStop':
         return h.recordStop ? h.recordStop(command) : unhandled(command, 'recordStop');
+      case 'screenshot':
+        return h.screenshot ? h.screenshot(parsed.request, command) : unhandled(command, 'screenshot');
     }
   }
 }

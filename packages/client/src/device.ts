@@ -1,5 +1,6 @@
 import type { AspectRatio, Resolution } from '@liveline/protocol';
 import { MAX_TIMER_MS, type RetryOptions } from './backoff.ts';
+import type { EventBufferStorage } from './buffer-storage.ts';
 import * as rewards from './challenges.ts';
 import {
   type CameraHandler,
@@ -13,7 +14,6 @@ import {
   type TextHandler,
 } from './commands.ts';
 import { Emitter } from './emitter.ts';
-import type { EventBufferStorage } from './buffer-storage.ts';
 import {
   type DeviceErrorEvent,
   type DeviceStats,
@@ -21,6 +21,7 @@ import {
   EventPipeline,
 } from './event-pipeline.ts';
 import type { ClientEvent, ClientEventFields, StampedEvent } from './events.ts';
+import { type HealthHook, HealthSampler } from './health.ts';
 import { type Clock, closedError, HttpClient, LivelineError, systemClock } from './http.ts';
 import { assertSocketOrigin } from './origin.ts';
 import {
@@ -29,6 +30,13 @@ import {
   type ReconnectingInfo,
   type WelcomeInfo,
 } from './realtime.ts';
+import {
+  type ScreenshotProvider,
+  type ScreenshotRequest,
+  type StoredScreenshot,
+  type TakeScreenshotOptions,
+  uploadScreenshot,
+} from './screenshots.ts';
 import {
   SESSIONS_PATH,
   type Session,
@@ -76,6 +84,21 @@ export interface LivelineDeviceOptions {
   connector?: SocketConnector;
   /** Send event batches over the realtime channel while it is connected. Default true. */
   eventsOverSocket?: boolean;
+  /**
+   * Built-in Health: a `Health` event every this many ms while a session is current, from what the
+   * platform exposes (README, "Built-in Health"). Default 30 000; 0 turns it off.
+   * `startHealthReporting()` replaces it.
+   */
+  healthIntervalMs?: number;
+  /** Adds to or overrides the built-in Health fields (say, `fps` from the engine); returns the fields to send. */
+  health?: HealthHook;
+  /**
+   * Takes a screenshot of the app's view, for `takeScreenshot()`, the tenant's `screenshot` command
+   * and `screenshotIntervalMs` (`screenshotFromCanvas(canvas)`, `screenshotFromBuffer(bytes, type)`).
+   */
+  screenshotProvider?: ScreenshotProvider;
+  /** Uploads a screenshot every this many ms while a session is current. Default 0: off. */
+  screenshotIntervalMs?: number;
 }
 
 /** The fields of a `Health` event, as a health provider returns them. */
@@ -129,6 +152,15 @@ export class LivelineDevice {
   private readonly realtime: RealtimeChannel;
   private readonly commands: CommandRouter;
   private healthTimer: ReturnType<typeof setInterval> | undefined;
+  /** Built-in Health and interval screenshots: started with a session, stopped with it. */
+  private readonly sampler = new HealthSampler(() => performance.now());
+  private readonly routines: Pick<
+    LivelineDeviceOptions,
+    'healthIntervalMs' | 'health' | 'screenshotProvider' | 'screenshotIntervalMs'
+  >;
+  private healthMode: 'builtIn' | 'app' | 'off' = 'builtIn';
+  private builtInHealthTimer: ReturnType<typeof setInterval> | undefined;
+  private screenshotTimer: ReturnType<typeof setInterval> | undefined;
   private current: SessionInfo | null = null;
   private starting = false;
   /** The socket is opened only at this URL's origin (`origin.ts`). */
@@ -136,6 +168,8 @@ export class LivelineDevice {
 
   constructor(options: LivelineDeviceOptions) {
     const clock = options.clock ?? systemClock;
+    const { healthIntervalMs, health, screenshotProvider, screenshotIntervalMs } = options;
+    this.routines = { healthIntervalMs, health, screenshotProvider, screenshotIntervalMs };
     this.baseUrl = options.baseUrl;
     const random = options.random ?? Math.random;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
@@ -154,6 +188,10 @@ export class LivelineDevice {
       (ack) => this.realtime.send(ack),
       (command) => this.emitter.emit('command', command),
     );
+    // The tenant's `screenshot` command: taken through the provider, uploaded, then acknowledged.
+    this.commands.set('screenshot', async (request) => {
+      await this.takeScreenshot(request);
+    });
     this.realtime = new RealtimeChannel({
       connector: options.connector ?? nodeWebSocketConnector({ handshakeTimeoutMs: requestTimeoutMs }),
       retry,
@@ -226,6 +264,7 @@ export class LivelineDevice {
     }
     this.current = info;
     this.events.start();
+    this.startRoutines();
     return info;
   }
 
@@ -238,6 +277,7 @@ export class LivelineDevice {
     this.assertNoSession();
     this.current = { ...info };
     this.events.start();
+    this.startRoutines();
   }
 
   /** Buffers an event, filling `id` and `timestamp` when absent; returns the event as it will be sent. */
@@ -272,6 +312,7 @@ export class LivelineDevice {
     this.assertOpen();
     const info = this.current;
     if (!info) throw new LivelineError({ status: 0, code: 'no_session', detail: 'No session to end.' });
+    this.stopRoutines();
     await this.flush();
     await this.realtime.disconnect();
     const path = `${sessionPath(info.sessionId)}/end`;
@@ -289,6 +330,7 @@ export class LivelineDevice {
       this.closing.abort();
       this.events.stop();
       this.stopHealthReporting();
+      this.stopRoutines();
     }
     await Promise.all([this.events.idle().then(() => this.events.release()), this.realtime.disconnect()]);
   }
@@ -396,6 +438,7 @@ export class LivelineDevice {
     this.assertOpen();
     if (!(intervalMs > 0)) throw new RangeError('intervalMs must be a positive number of milliseconds');
     this.stopHealthReporting();
+    this.healthMode = 'app';
     let running = false;
     const timer = setInterval(
       async () => {
@@ -420,9 +463,96 @@ export class LivelineDevice {
     this.healthTimer = timer;
   }
 
+  /** Stops health reporting, the app's and the built-in one (for good: a new session does not restart it). */
   stopHealthReporting(): void {
     clearInterval(this.healthTimer);
     this.healthTimer = undefined;
+    clearInterval(this.builtInHealthTimer);
+    this.builtInHealthTimer = undefined;
+    this.healthMode = 'off';
+  }
+
+  /** The app rendered a frame: the built-in Health's `fps` counts these. */
+  frame(): void {
+    this.sampler.frame();
+  }
+
+  /**
+   * Takes a screenshot through the `screenshotProvider` and uploads it to the current session
+   * (`POST …/screenshots`); resolves with the stored `Screenshot` event (its `imageId`, and the
+   * `width` and `height` the server read from the image). Not retried. Rejects with
+   * `no_screenshot_provider` without a provider, `no_session` without a session.
+   */
+  async takeScreenshot(options: TakeScreenshotOptions = {}): Promise<StoredScreenshot> {
+    this.assertOpen();
+    const provider = this.routines.screenshotProvider;
+    if (!provider) {
+      const detail = 'No screenshotProvider was given to new LivelineDevice().';
+      throw new LivelineError({ status: 0, code: 'no_screenshot_provider', detail });
+    }
+    const info = this.current;
+    if (!info) throw new LivelineError({ status: 0, code: 'no_session', detail: 'Start a session first.' });
+    const request: ScreenshotRequest = options.format ? { format: options.format } : {};
+    const shot = await provider(request);
+    return uploadScreenshot(this.http, info.sessionId, shot, options, this.closing.signal);
+  }
+
+  /** Built-in Health (unless the app reports its own or stopped it) and interval screenshots. */
+  private startRoutines(): void {
+    this.stopRoutines();
+    const healthMs = this.routines.healthIntervalMs ?? 30_000;
+    if (this.healthMode === 'builtIn' && healthMs > 0) {
+      this.builtInHealthTimer = this.everyTick(healthMs, async () => {
+        const sampled = await this.sampler.sample();
+        const fields = this.routines.health ? await this.routines.health(sampled) : sampled;
+        if (this.current && !this.closing.signal.aborted && Object.keys(fields).length > 0) {
+          this.track({ ...fields, eventType: 'Health' });
+        }
+      });
+    }
+    const shotsMs = this.routines.screenshotIntervalMs ?? 0;
+    if (shotsMs > 0 && this.routines.screenshotProvider) {
+      this.screenshotTimer = this.everyTick(shotsMs, async () => {
+        try {
+          await this.takeScreenshot();
+        } catch (error) {
+          if (!this.closing.signal.aborted) this.reportError(asLivelineError(error));
+        }
+      });
+    }
+  }
+
+  private stopRoutines(): void {
+    clearInterval(this.builtInHealthTimer);
+    this.builtInHealthTimer = undefined;
+    clearInterval(this.screenshotTimer);
+    this.screenshotTimer = undefined;
+  }
+
+  /**
+   * Runs `work` every `ms` (a tick is skipped while the last one runs). The timer does not keep a
+   * Node process alive; an error of the app's hook surfaces like a throwing listener's.
+   */
+  private everyTick(ms: number, work: () => Promise<void>): ReturnType<typeof setInterval> {
+    let running = false;
+    const timer = setInterval(
+      async () => {
+        if (running) return;
+        running = true;
+        try {
+          await work();
+        } catch (error) {
+          queueMicrotask(() => {
+            throw error;
+          });
+        } finally {
+          running = false;
+        }
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
+    (timer as { unref?: () => void }).unref?.();
+    return timer;
   }
 
   /** The buffered events, oldest first. */
@@ -466,4 +596,10 @@ export class LivelineDevice {
   private reportError(error: LivelineError): void {
     this.emitter.emit('error', { error, rejectedEvents: [], rejections: [] });
   }
+}
+
+function asLivelineError(error: unknown): LivelineError {
+  if (error instanceof LivelineError) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new LivelineError({ status: 0, code: 'screenshot_failed', detail }, { cause: error });
 }

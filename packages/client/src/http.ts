@@ -85,19 +85,23 @@ export class HttpClient {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   }
 
-  /** Sends `body` as JSON and returns the parsed JSON response. `signal` aborts with code `closed`. */
+  /**
+   * Sends `body` as JSON (a `FormData` as multipart/form-data) and returns the parsed JSON response.
+   * `signal` aborts with code `closed`.
+   */
   async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const timeout = AbortSignal.timeout(this.requestTimeoutMs);
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.token}`,
       accept: 'application/json',
     };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers['content-type'] = 'application/json';
     try {
       const response = await this.fetch(this.baseUrl + path, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : form ? body : JSON.stringify(body),
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
       const text = await response.text();

@@ -25,6 +25,7 @@ export {
   type RealtimeCommand,
   type RecordStartHandler,
   type RecordStartRequest,
+  type ScreenshotHandler,
   type StopHandler,
   type StreamStartHandler,
   type StreamStartRequest,
@@ -49,6 +50,7 @@ export {
   type EventCommon,
   type StampedEvent,
 } from './events.ts';
+export { type HealthHook, HealthSampler } from './health.ts';
 export {
   type Clock,
   type FieldError,
@@ -61,6 +63,17 @@ export {
 } from './http.ts';
 export { CloseCode, type DisconnectedInfo, type ReconnectingInfo, type WelcomeInfo } from './realtime.ts';
 export type { EventRejection } from './refusals.ts';
+export {
+  type CanvasLike,
+  type Screenshot,
+  type ScreenshotProvider,
+  type ScreenshotRequest,
+  type ScreenshotType,
+  type StoredScreenshot,
+  screenshotFromBuffer,
+  screenshotFromCanvas,
+  type TakeScreenshotOptions,
+} from './screenshots.ts';
 export type { DeviceInfo, EventBatchResult, Session, SessionInfo, StartSessionOptions } from './session.ts';
 export {
   nodeWebSocketConnector,

@@ -5,7 +5,7 @@ export const SERVER_COMMANDS = ['stream.start', 'stream.stop', 'record.start', '
 export type ServerCommandName = (typeof SERVER_COMMANDS)[number];
 
 /** Commands with a fixed meaning that a tenant sends through the generic endpoint. */
-export const BUILT_IN_COMMANDS = ['camera', 'text'] as const;
+export const BUILT_IN_COMMANDS = ['camera', 'text', 'screenshot'] as const;
 export type BuiltInCommandName = (typeof BUILT_IN_COMMANDS)[number];
 
 /** Every name a tenant's custom command may not take (nor any of its variables). */
@@ -13,6 +13,17 @@ export const RESERVED_COMMAND_NAMES = [...BUILT_IN_COMMANDS, ...SERVER_COMMANDS]
 
 /** A custom command's name: 1–64 characters of `[A-Za-z0-9_.-]`. */
 export const CUSTOM_COMMAND_NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
+
+/**
+ * The options of a `screenshot` command (CONTRACT §14: the tenant asks for one now): `data` is `{}` or
+ * names the format the tenant would like; the device's screenshot provider may ignore it. The SDK
+ * answers by uploading the screenshot (`POST /client/v1/sessions/{id}/screenshots`), then acks.
+ */
+export const SCREENSHOT_FORMATS = ['jpeg', 'png'] as const;
+export type ScreenshotFormat = (typeof SCREENSHOT_FORMATS)[number];
+export interface ScreenshotCommandData {
+  format?: ScreenshotFormat;
+}
 
 /** The types of a custom command's variables; every value travels as text. */
 export const VARIABLE_TYPES = ['string', 'bool', 'int', 'float'] as const;

@@ -10,6 +10,7 @@ export {
   CameraControls as CAMERA_CONTROLS,
   isCameraControlName,
   RESERVED_COMMAND_NAMES,
+  SCREENSHOT_FORMATS,
   SERVER_COMMANDS,
   VARIABLE_TYPES,
 } from '@liveline/protocol';

@@ -10,7 +10,7 @@ import { Int32, Nullable, problemResponses, StringEnum, Timestamp, Uuid } from '
 import { handlerValidatesBody } from '../../http/validation.ts';
 import type { SessionsService } from '../sessions/index.ts';
 import { StreamStartBody } from '../streams/index.ts';
-import { CAMERA_CONTROLS, LIMITS, VARIABLE_TYPES } from './catalogue.ts';
+import { CAMERA_CONTROLS, LIMITS, SCREENSHOT_FORMATS, VARIABLE_TYPES } from './catalogue.ts';
 import type { CommandsService } from './service.ts';
 import { commandDataErrors } from './validation.ts';
 
@@ -52,7 +52,8 @@ export const EnvelopeBody = Type.Object(
       minLength: 1,
       maxLength: LIMITS.nameLength,
       pattern: '^[A-Za-z0-9_.-]+$',
-      description: '`camera`, `text`, or a custom name ([A-Za-z0-9_.-]) for typed variables.',
+      description:
+        '`camera`, `text`, `screenshot` (the device takes one now and uploads it), or a custom name ([A-Za-z0-9_.-]) for typed variables.',
     }),
     data: Type.Union(
       [
@@ -73,6 +74,10 @@ export const EnvelopeBody = Type.Object(
           { title: 'camera' },
         ),
         Type.String({ minLength: 1, maxLength: LIMITS.textLength, title: 'text' }),
+        Type.Object(
+          { format: Type.Optional(StringEnum(SCREENSHOT_FORMATS)) },
+          { title: 'screenshot', additionalProperties: false },
+        ),
         Type.Object(
           {
             names: Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.nameLength }), {

@@ -5,6 +5,7 @@ import {
   isCameraControlName,
   LIMITS,
   RESERVED_COMMAND_NAMES,
+  SCREENSHOT_FORMATS,
   VARIABLE_TYPES,
 } from './catalogue.ts';
 
@@ -16,6 +17,7 @@ import {
 export function commandDataErrors(name: string, data: unknown): FieldError[] {
   if (name === 'camera') return cameraErrors(data);
   if (name === 'text') return textErrors(data);
+  if (name === 'screenshot') return screenshotErrors(data);
   return variableErrors(name, data);
 }
 
@@ -81,6 +83,15 @@ function cameraErrors(data: unknown): FieldError[] {
       errors.push({ path: `${at}.value`, message: `must be between ${spec.min} and ${spec.max}${names}` });
     }
   });
+  return errors;
+}
+
+function screenshotErrors(data: unknown): FieldError[] {
+  if (!isObject(data)) return [{ path: 'data', message: 'must be an object: `{}` or `{format}`' }];
+  const errors = unknownKeys(data, ['format'], 'data');
+  if (data.format !== undefined && !(SCREENSHOT_FORMATS as readonly unknown[]).includes(data.format)) {
+    errors.push({ path: 'data.format', message: `must be one of ${SCREENSHOT_FORMATS.join(', ')}` });
+  }
   return errors;
 }
 
