@@ -14,8 +14,8 @@ import { type AuthService, createAuth, KeyRing, type OperatorToken } from './mod
 import { CommandBatches, CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventRetention, EventsService } from './modules/events/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
-import { ScreenshotsService } from './modules/screenshots/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
+import { ScreenshotsService } from './modules/screenshots/index.ts';
 import { LiveSessions, SessionsService } from './modules/sessions/index.ts';
 import { StreamsService } from './modules/streams/index.ts';
 import { TailHub, TailStore } from './modules/tail/index.ts';

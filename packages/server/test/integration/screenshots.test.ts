@@ -10,6 +10,7 @@ import { greyJpeg } from '../helpers/jpeg.ts';
 import { GIF, greyPng } from '../helpers/png.ts';
 import { DAY, LONG_CLOCK_ENV } from '../helpers/rewards.ts';
 import { backends, manualClock, startTestServer, type TestServer } from '../helpers/server.ts';
+import { openTail } from '../helpers/sse.ts';
 
 type Json = Record<string, unknown>;
 const HOUR = 3_600_000;
@@ -143,6 +144,21 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     expect(b.body.streamingSessionId).toBe(started.body.streamingSessionId);
   });
 
+  it('writes the event through the events write path: the live tail shows it', async () => {
+    const sessionId = await newSession();
+    const reader = await openTail(base, `/sessions/${sessionId}/events/stream`, tenant.token);
+    try {
+      const shot = await upload(sessionId, { image: { bytes: greyPng(10, 10), type: 'image/png' } });
+      expect(shot.status).toBe(201);
+      await reader.until(() => reader.events().some((m) => m.data.imageId === shot.body.imageId), 10_000);
+      const message = reader.events().find((m) => m.data.imageId === shot.body.imageId);
+      expect(message?.event).toBe('Screenshot');
+      expect(message?.data).toMatchObject(shot.body);
+    } finally {
+      reader.close();
+    }
+  });
+
   it('refuses what is not a JPEG or PNG, lies about itself, is too large or has the wrong parts', async () => {
     const sessionId = await newSession();
     const png = greyPng(64, 64);
@@ -231,7 +247,8 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     clock.advance(3 * DAY);
     tenant.token = await accessToken(base, tenant.clientId, tenant.clientSecret);
     const retention = server.services.jobs.find((j) => j.name === 'events.retention');
-    expect(((await retention?.run()) as { events: number }).events).toBeGreaterThanOrEqual(1);
+    if (!retention) throw new Error('no events.retention job');
+    expect(((await retention.run()) as { events: number }).events).toBeGreaterThanOrEqual(1);
     expect(await blobs.get(key)).toBeNull();
     expect((await fetchImage(sessionId, imageId)).status).toBe(404);
     expect(
