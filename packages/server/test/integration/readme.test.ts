@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ const REALTIME_MARKER = '<!-- walkthrough-realtime -->';
 const REWARDS_MARKER = '<!-- walkthrough-rewards -->';
 const COHORT_MARKER = '<!-- walkthrough-cohort -->';
 const WATCH_MARKER = '<!-- walkthrough-watch -->';
+const ALERT_MARKER = '<!-- walkthrough-alert -->';
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
@@ -45,6 +47,18 @@ function runBash(script: string, env: Record<string, string>, inRepo = false): P
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
       },
     );
+  });
+}
+
+/** A TCP port nobody listens on right now (for the walk-through's receiver). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
   });
 }
 
@@ -210,6 +224,53 @@ describe.each(backends)('README watch-live walk-through: curl -N and liveline ta
     expect(tail).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3}  Health +${UUID}  .*batteryLevel=`, 'm'));
     expect(tail).toMatch(new RegExp(`^\\S+  session\\.ended +${UUID}  player=\\S+ cohort=class-7b$`, 'm'));
     expect(tail).not.toContain('\u001b[');
+  });
+});
+
+describe.each(backends)('README alert walk-through: low battery to a local receiver (%s)', (backend) => {
+  let server: TestServer;
+  let run: Run;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, {
+      LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true',
+      LIVELINE_WEBHOOK_POLL_MS: '100',
+    });
+    const receiverPort = await freePort();
+    run = await runBash(
+      walkthrough(ALERT_MARKER),
+      { BASE: server.url, ADMIN: server.adminToken, RECEIVER_PORT: String(receiverPort) },
+      true,
+    );
+  }, 120_000);
+  afterAll(async () => server?.close());
+
+  it('runs to the end as written', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(0);
+  });
+
+  it('the receiver got alert.triggered for the headset once its battery fell under 15', () => {
+    const out = run.stdout;
+    expect(out).toMatch(
+      new RegExp(
+        `\\{"alertId":"${UUID}","name":"Low battery","eventType":"Health","field":"batteryLevel","op":"lt","value":15,"forSeconds":0,"cooldownSeconds":300\\}`,
+      ),
+    );
+    expect(out).toMatch(/sim-1 {2}battery \d+(\.\d)?%/);
+    const received = out.split('== What the receiver got\n')[1]?.split('\n') ?? [];
+    const triggered = received.filter((line) => line.startsWith('alert.triggered '));
+    expect(triggered).toHaveLength(1);
+    const data = JSON.parse(triggered[0].slice('alert.triggered '.length)) as {
+      name: string;
+      playerId: string;
+      event: { eventType: string; batteryLevel: number };
+    };
+    expect(data).toMatchObject({ name: 'Low battery', playerId: 'sim-1', event: { eventType: 'Health' } });
+    expect(data.event.batteryLevel).toBeLessThan(15);
+    expect(out).toMatch(
+      new RegExp(`\\{"status":"open","sessionId":"${UUID}","playerId":"sim-1","notifications":1\\}`),
+    );
   });
 });
 
