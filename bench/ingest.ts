@@ -3,7 +3,10 @@
 // once per number of webhook endpoints taking every event (BENCH_ENDPOINTS, default 0, 1 and 5, each
 // on a fresh server, with its ratio to the 0-endpoint figure of the same run). Then the dispatcher:
 // ingest → receipt latency under a paced load, and deliveries/s draining a backlog, to a local
-// receiver, for per-event and batch endpoints.
+// receiver, for per-event and batch endpoints. And alert rules (CONTRACT §13): ingestion with
+// BENCH_ALERT_RULES rules on the tenant (default 20) against none, in alternating rounds
+// (BENCH_ALERT_ROUNDS, default 2), each on a fresh server; the ratio of each pair and their mean.
+import fs from 'node:fs';
 import http from 'node:http';
 import { call, createTenant } from '../packages/server/test/helpers/api.ts';
 import { percentile, startBenchServer } from './lib.ts';
@@ -25,6 +28,14 @@ const dispatchSeconds = Number(process.env.BENCH_DISPATCH_SECONDS ?? 5);
 /** Events ingested at once for the throughput phase; the drain is given BENCH_DRAIN_SECONDS at most. */
 const backlogEvents = Number(process.env.BENCH_BACKLOG ?? 20_000);
 const drainSeconds = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
+
+/** Alert-rule counts to compare with none (empty: skip), and how many alternating rounds of each. */
+const alertRuleCounts = (process.env.BENCH_ALERT_RULES ?? '20')
+  .split(',')
+  .filter((s) => s.trim() !== '')
+  .map(Number)
+  .filter((n) => n > 0);
+const alertRounds = Number(process.env.BENCH_ALERT_ROUNDS ?? 2);
 
 const WEBHOOK_ENV = { LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true', LIVELINE_WEBHOOK_POLL_MS: '100' };
 
@@ -102,7 +113,12 @@ function poster(base: string, agent: http.Agent) {
 
 async function setup(
   endpoints: number,
-  options: { batch?: boolean; devices: number; receiver: Awaited<ReturnType<typeof startReceiver>> },
+  options: {
+    batch?: boolean;
+    devices: number;
+    receiver: Awaited<ReturnType<typeof startReceiver>>;
+    alertRules?: number;
+  },
 ) {
   const server = await startBenchServer(backend, endpoints > 0 ? WEBHOOK_ENV : {});
   const base = server.url;
@@ -114,6 +130,10 @@ async function setup(
     });
     if (hook.status !== 201) throw new Error(`webhook registration failed: ${hook.text}`);
   }
+  for (const rule of alertRules(options.alertRules ?? 0)) {
+    const res = await call(base, 'POST', '/alerts', { token, json: rule });
+    if (res.status !== 201) throw new Error(`alert rule failed: ${res.text}`);
+  }
   const devices = await Promise.all(
     Array.from({ length: options.devices }, async (_, i) => {
       const dt = await call(base, 'POST', '/client-tokens', { token, json: { playerId: `bench-${i}` } });
@@ -122,6 +142,49 @@ async function setup(
     }),
   );
   return { server, base, devices };
+}
+
+/**
+ * `n` alert rules as a fleet tenant would set them: most watch the Health events this benchmark
+ * sends (so every event is evaluated against them), none is met by its steady values (battery 81,
+ * fps 72, CPU 33 %, 1.8 GB): the cost of watching, not of alerting.
+ */
+function alertRules(n: number) {
+  const health: [string, string, number][] = [
+    ['batteryLevel', 'lt', 15],
+    ['batteryLevel', 'lt', 5],
+    ['batteryLevel', 'lte', 10],
+    ['fps', 'lt', 45],
+    ['fps', 'lt', 30],
+    ['fps', 'lte', 20],
+    ['cpuUsage', 'gt', 90],
+    ['cpuUsage', 'gte', 99],
+    ['memoryUsage', 'gt', 3000],
+    ['memoryUsage', 'gt', 3500],
+    ['memoryUsage', 'gte', 4000],
+    ['errorCount', 'gt', 0],
+    ['fps', 'gt', 500],
+    ['batteryLevel', 'eq', 0],
+    ['cpuUsage', 'gt', 80],
+    ['fps', 'lt', 50],
+  ];
+  const rules: Record<string, unknown>[] = health.map(([field, op, value], i) => ({
+    name: `health ${i}`,
+    eventType: 'Health',
+    field,
+    op,
+    value,
+    forSeconds: i % 2 === 0 ? 0 : 30,
+  }));
+  for (const severity of ['Critical', 'Error', 'Warning', 'Information'])
+    rules.push({
+      name: `errors ${severity}`,
+      eventType: 'Error',
+      field: 'severity',
+      op: 'eq',
+      value: severity,
+    });
+  return Array.from({ length: n }, (_, i) => ({ ...rules[i % rules.length], name: `rule ${i}` }));
 }
 
 // Bodies are built as text: the load generator shares two cores with the server, so it must be cheap.
@@ -137,15 +200,31 @@ function batchBody(n: number, now: number, ids?: string[]) {
   return `{"events":[${parts.join(',')}]}`;
 }
 
+/** CPU time (user + system, ms) the server process has used so far (Linux: /proc/<pid>/stat). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Ingestion at saturation with `endpoints` endpoints taking every event. */
-async function ingestion(endpoints: number) {
+async function ingestion(endpoints: number, rules = 0) {
   const receiver = await startReceiver();
-  const { server, base, devices } = await setup(endpoints, { devices: concurrency, receiver });
+  const { server, base, devices } = await setup(endpoints, {
+    devices: concurrency,
+    receiver,
+    alertRules: rules,
+  });
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const post = poster(base, agent);
   try {
     const latencies: number[] = [];
     let accepted = 0;
+    const cpuBefore = cpuMs(server.child.pid);
     const start = performance.now();
     const deadline = start + seconds * 1000;
     await Promise.all(
@@ -161,11 +240,13 @@ async function ingestion(endpoints: number) {
       }),
     );
     const elapsed = (performance.now() - start) / 1000;
+    const cpu = cpuMs(server.child.pid) - cpuBefore;
     latencies.sort((a, b) => a - b);
     return {
       benchmark: 'ingest',
       backend,
       endpoints,
+      alertRules: rules,
       concurrency,
       batchSize,
       seconds: Number(elapsed.toFixed(1)),
@@ -173,6 +254,8 @@ async function ingestion(endpoints: number) {
       eventsPerSecond: Math.round(accepted / elapsed),
       requestP50Ms: Number(percentile(latencies, 50).toFixed(1)),
       requestP99Ms: Number(percentile(latencies, 99).toFixed(1)),
+      /** The server process's CPU time (all its threads) per 1,000 events: steadier than throughput on a shared machine. */
+      serverCpuMsPer1000Events: Number(((cpu / accepted) * 1000).toFixed(1)),
       /** Webhook requests the receiver got while ingestion ran (deliveries share the store with it). */
       deliveriesDuringFlood: receiver.requests,
     };
@@ -291,5 +374,33 @@ for (const n of endpointCounts) {
   if (n === 0) baseline = result.eventsPerSecond;
   const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
   console.log(JSON.stringify({ ...result, ratioToNoEndpoint: ratio }));
+}
+for (const rules of alertRuleCounts) {
+  const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  for (let round = 1; round <= alertRounds; round++) {
+    const without = await ingestion(0, 0);
+    const withRules = await ingestion(0, rules);
+    const ratio = Number((withRules.eventsPerSecond / without.eventsPerSecond).toFixed(2));
+    const cpuRatio = Number(
+      (withRules.serverCpuMsPer1000Events / without.serverCpuMsPer1000Events).toFixed(2),
+    );
+    ratios.push(ratio);
+    cpuRatios.push(cpuRatio);
+    console.log(JSON.stringify({ ...without, round }));
+    console.log(JSON.stringify({ ...withRules, round, ratioToNoRules: ratio, cpuPerEventRatio: cpuRatio }));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  console.log(
+    JSON.stringify({
+      benchmark: 'ingest-alert-rules',
+      backend,
+      alertRules: rules,
+      ratios,
+      medianRatio: median(ratios),
+      cpuPerEventRatios: cpuRatios,
+      medianCpuPerEventRatio: median(cpuRatios),
+    }),
+  );
 }
 for (const mode of dispatchModes) console.log(JSON.stringify(await dispatch(mode)));

@@ -3,24 +3,13 @@ import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { Outbox, OutboxMessage } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import type { Rule, RuleCache } from './rule-cache.ts';
+import { keyOf } from './field-value.ts';
+import type { Rule, RuleCache, TenantRules } from './rule-cache.ts';
 import { changed, evaluate, IDLE, type Observed, type RuleState, type Transition } from './rules.ts';
 import * as store from './store.ts';
+import { mayMeet, observed, type StoredEvents, type WatchedSession, watchedEvents } from './watched.ts';
 
-/** A stored event as ingestion hands it over (the events module's `EventRow`, the columns used). */
-export interface StoredRow {
-  session_id: string;
-  event_id: string;
-  event_type: string;
-  timestamp: number;
-  body: string;
-}
-
-/** What one ingestion transaction stored (the events module's `StoredGroup`, the members used). */
-export interface StoredEvents {
-  inserted: StoredRow[];
-  sessions: Map<string, { tenantId: string; tenantCohortId: string | null }>;
-}
+export type { StoredEvents } from './watched.ts';
 
 /** A session as a trigger needs it: its player, and whether it is still live. */
 export interface SessionLookup {
@@ -72,10 +61,16 @@ export class AlertEvaluator {
     for (const s of group.sessions.values()) tenants.add(s.tenantId);
     const rules = await this.cache.get(trx, tenants);
     if (rules.size === 0) return;
-    const work = collect(group, rules);
-    if (work.size === 0) return;
-    const keys = [...work.keys()].sort();
-    const sessionIds = [...new Set(keys.map((k) => (work.get(k) as Work).sessionId))];
+    const watched = watchedEvents(group, rules);
+    // Only sessions with a state under way, or with an event that may meet a condition, are read.
+    const sessionIds: string[] = [];
+    for (const [sessionId, session] of watched) {
+      const tenant = rules.get(session.tenantId) as TenantRules;
+      if (tenant.active.has(sessionId) || session.rules.some((rule) => mayMeet(session, rule)))
+        sessionIds.push(sessionId);
+    }
+    if (sessionIds.length === 0) return;
+    sessionIds.sort();
     const states = new Map<string, store.StateRow>();
     const chunk = Math.max(1, this.storage.maxBindParameters - 10);
     for (let i = 0; i < sessionIds.length; i += chunk) {
@@ -83,15 +78,28 @@ export class AlertEvaluator {
         states.set(`${row.session_id}\u0000${row.alert_id}`, row);
     }
     const messages: OutboxMessage[] = [];
-    for (const key of keys) {
-      const w = work.get(key) as Work;
-      messages.push(...(await this.advance(trx, w, states.get(key))));
+    for (const sessionId of sessionIds) {
+      const session = watched.get(sessionId) as WatchedSession;
+      for (const rule of session.rules) {
+        const state = states.get(`${sessionId}\u0000${rule.alertId}`);
+        // The common case: no state, and nothing meets the condition: nothing to write.
+        if (!state && !mayMeet(session, rule)) continue;
+        const events = observed(session, rule, keyOf(rule.field));
+        if (events.length === 0) continue;
+        const w = { rule, sessionId, tenantCohortId: session.tenantCohortId, events };
+        messages.push(...(await this.advance(trx, w, state, rules.get(session.tenantId) as TenantRules)));
+      }
     }
     await this.outbox.enqueue(trx, messages);
   }
 
   /** One rule in one session: evaluate, write the state where it is still as read, then the incidents. */
-  private async advance(trx: Kysely<Database>, w: Work, read: store.StateRow | undefined) {
+  private async advance(
+    trx: Kysely<Database>,
+    w: Work,
+    read: store.StateRow | undefined,
+    tenant: TenantRules,
+  ) {
     let row = read;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const start: RuleState = row ? stateOf(row) : IDLE;
@@ -114,6 +122,8 @@ export class AlertEvaluator {
         player_id: playerId,
       };
       if (await store.compareAndSetState(trx, next, start.version)) {
+        // Read with its state from now on (kept until the rules are read again, even once idle).
+        if (state.pendingSince !== null || state.incidentId !== null) tenant.active.add(w.sessionId);
         return this.record(trx, w, playerId ?? '', transitions);
       }
       row = await store.stateOf(trx, w.sessionId, w.rule.alertId);
@@ -206,32 +216,4 @@ function stateOf(row: store.StateRow): RuleState {
     playerId: row.player_id,
     version: row.version,
   };
-}
-
-/** The group's events each rule watches, by `session\0alert`, in timestamp order. */
-function collect(group: StoredEvents, rules: Map<string, { byType: Map<string, Rule[]> }>) {
-  const work = new Map<string, Work>();
-  for (const row of group.inserted) {
-    const session = group.sessions.get(row.session_id);
-    const watching = session && rules.get(session.tenantId)?.byType.get(row.event_type);
-    if (!session || !watching) continue;
-    let body: Record<string, unknown> | undefined;
-    for (const rule of watching) {
-      if (rule.tenantCohortId !== null && rule.tenantCohortId !== session.tenantCohortId) continue;
-      body ??= JSON.parse(row.body) as Record<string, unknown>;
-      const value = body[rule.field];
-      // An event without the field says nothing of the condition.
-      if (value === undefined || value === null) continue;
-      const key = `${row.session_id}\u0000${rule.alertId}`;
-      let w = work.get(key);
-      if (!w) {
-        w = { rule, sessionId: row.session_id, tenantCohortId: session.tenantCohortId, events: [] };
-        work.set(key, w);
-      }
-      w.events.push({ id: row.event_id, timestamp: Number(row.timestamp), value, body });
-    }
-  }
-  for (const w of work.values())
-    w.events.sort((a, b) => a.timestamp - b.timestamp || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return work;
 }

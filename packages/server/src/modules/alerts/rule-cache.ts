@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../storage/index.ts';
+import { keyOf } from './field-value.ts';
 import type { Op } from './rules.ts';
-import { type AlertRow, alertsOf } from './store.ts';
+import { type AlertRow, activeSessionsOf, alertsOf } from './store.ts';
 
 /** A rule as evaluation uses it. */
 export interface Rule {
@@ -32,13 +33,31 @@ export function ruleOf(row: AlertRow): Rule {
   };
 }
 
-/** One tenant's rules, by the event type they watch (a tenant without rules: an empty map). */
-export interface TenantRules {
-  byType: Map<string, Rule[]>;
-  byId: Map<string, Rule>;
+/** A rule with where its field's value sits among its event type's watched fields. */
+export interface WatchedRule extends Rule {
+  slot: number;
 }
 
-const NONE: TenantRules = { byType: new Map(), byId: new Map() };
+/** The rules of one event type, and the fields they watch (as `fieldValue` keys, by slot). */
+export interface TypeWatch {
+  rules: WatchedRule[];
+  keys: string[];
+}
+
+/** One tenant's rules, by the event type they watch (a tenant without rules: an empty map). */
+export interface TenantRules {
+  byType: Map<string, TypeWatch>;
+  byId: Map<string, Rule>;
+  /**
+   * Its sessions with a state that is not idle (a run under way, an open incident), as read with
+   * the rules and added to as this process writes them: ingestion reads no state for the others
+   * unless an event may meet a condition. Another process's new states are seen when the entry is
+   * read again (at most `ttlMs` later).
+   */
+  active: Set<string>;
+}
+
+const NONE: TenantRules = { byType: new Map(), byId: new Map(), active: new Set() };
 
 /**
  * Each tenant's rules in memory, so that ingestion for a tenant without rules, or of event types no
@@ -78,15 +97,25 @@ export class RuleCache {
     for (const row of await alertsOf(db, missing)) {
       let rules = loaded.get(row.tenant_id);
       if (!rules || rules === NONE) {
-        rules = { byType: new Map(), byId: new Map() };
+        rules = { byType: new Map(), byId: new Map(), active: new Set() };
         loaded.set(row.tenant_id, rules);
       }
       const rule = ruleOf(row);
       rules.byId.set(rule.alertId, rule);
-      const list = rules.byType.get(rule.eventType);
-      if (list) list.push(rule);
-      else rules.byType.set(rule.eventType, [rule]);
+      let watch = rules.byType.get(rule.eventType);
+      if (!watch) {
+        watch = { rules: [], keys: [] };
+        rules.byType.set(rule.eventType, watch);
+      }
+      const key = keyOf(rule.field);
+      let slot = watch.keys.indexOf(key);
+      if (slot < 0) slot = watch.keys.push(key) - 1;
+      watch.rules.push({ ...rule, slot });
     }
+    const withRules = [...loaded].filter(([, rules]) => rules !== NONE).map(([id]) => id);
+    if (withRules.length > 0)
+      for (const row of await activeSessionsOf(db, withRules))
+        loaded.get(row.tenant_id)?.active.add(row.session_id);
     const expiresAt = performance.now() + this.ttlMs;
     for (const [id, rules] of loaded) {
       if (rules.byId.size > 0) out.set(id, rules);

@@ -74,6 +74,16 @@ export async function resetRuns(db: Db, alertId: string) {
 
 // --- states -----------------------------------------------------------------------------------------
 
+/** The sessions of these tenants where a condition holds or an incident is open (`alert_states_active`). */
+export function activeSessionsOf(db: Db, tenantIds: string[]) {
+  return db
+    .selectFrom('alert_states')
+    .select(['tenant_id', 'session_id'])
+    .where('tenant_id', 'in', tenantIds)
+    .where((eb) => eb.or([eb('pending_since', 'is not', null), eb('incident_id', 'is not', null)]))
+    .execute();
+}
+
 /** Every state row of these sessions. */
 export function statesOf(db: Db, sessionIds: string[]) {
   return db.selectFrom('alert_states').selectAll().where('session_id', 'in', sessionIds).execute();

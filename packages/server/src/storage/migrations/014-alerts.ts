@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 // biome-ignore lint/suspicious/noExplicitAny: schema-building code is untyped by nature
 type AnyDb = Kysely<any>;
@@ -46,6 +46,11 @@ export async function up(db: AnyDb): Promise<void> {
     .addPrimaryKeyConstraint('alert_states_pk', ['session_id', 'alert_id'])
     .execute();
   await db.schema.createIndex('alert_states_alert').on('alert_states').columns(['alert_id']).execute();
+  // The sessions of a tenant where some rule's condition holds or an incident is open: what each
+  // process keeps in memory so that ingestion reads no state for the others.
+  await sql`create index alert_states_active on alert_states (tenant_id, session_id) where pending_since is not null or incident_id is not null`.execute(
+    db,
+  );
   await db.schema
     .createTable('alert_incidents')
     .addColumn('incident_id', 'text', (c) => c.primaryKey())

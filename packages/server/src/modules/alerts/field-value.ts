@@ -1,0 +1,35 @@
+/**
+ * One field's value read from an event's stored JSON without parsing all of it: ingestion evaluates
+ * every watched event, and most are read for nothing. The body is what the events module wrote with
+ * `JSON.stringify` of a flat object whose keys come from the event schemas, so `"<field>":` occurs
+ * only as that key (a quote inside a string is escaped). Undefined when the event has no such field.
+ */
+export function fieldValue(body: string, key: string): unknown {
+  const at = body.indexOf(key);
+  if (at < 0) return undefined;
+  const start = at + key.length;
+  if (body.charCodeAt(start) === 34) {
+    let end = start + 1;
+    while (end < body.length) {
+      const c = body.charCodeAt(end);
+      if (c === 92) end += 2;
+      else if (c === 34) break;
+      else end++;
+    }
+    return JSON.parse(body.slice(start, end + 1)) as string;
+  }
+  let end = start;
+  while (end < body.length) {
+    const c = body.charCodeAt(end);
+    if (c === 44 || c === 125) break;
+    end++;
+  }
+  const token = body.slice(start, end);
+  if (token === 'null') return null;
+  if (token === 'true') return true;
+  if (token === 'false') return false;
+  return Number(token);
+}
+
+/** The key `fieldValue` looks for. */
+export const keyOf = (field: string) => `"${field}":`;
