@@ -47,7 +47,7 @@ export class FsBlobStore implements BlobStore {
     try {
       handle = await fsp.open(file, 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (isMissing(err)) return null;
       throw err;
     }
     try {
@@ -68,6 +68,16 @@ export class FsBlobStore implements BlobStore {
   }
 
   async delete(key: string): Promise<void> {
-    await fsp.rm(this.pathOf(key), { force: true });
+    try {
+      await fsp.rm(this.pathOf(key), { force: true });
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+    }
   }
+}
+
+/** No file at the key: nothing there, or a file where one of its directories should be. */
+function isMissing(err: unknown) {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
 }

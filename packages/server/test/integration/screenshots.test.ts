@@ -4,6 +4,8 @@
  * refusals as problem documents, retention taking the image with its event, and the sweep of
  * uploads whose event never committed.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessToken, call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
 import { greyJpeg } from '../helpers/jpeg.ts';
@@ -156,6 +158,38 @@ describe.each(backends)('screenshots (%s)', (backend) => {
       expect(message?.data).toMatchObject(shot.body);
     } finally {
       reader.close();
+    }
+  });
+
+  it('leaves nothing behind when the image cannot be stored: no event, no row', async () => {
+    // A file where the tenant's directory of images should be: the filesystem store cannot write there.
+    const solo = await createTenant(base, server.adminToken, { name: 'no room' });
+    const soloDevice = await deviceToken(base, solo.token, 'p');
+    const res = await call(base, 'POST', '/client/v1/sessions', { token: soloDevice, json: {} });
+    const sessionId = String(res.body.sessionId);
+    const dir = path.join(server.config.dataDir, 'blobs', 'screenshots');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, solo.tenantId), 'not a directory');
+    try {
+      const failed = await upload(
+        sessionId,
+        { image: { bytes: greyPng(8, 8), type: 'image/png' } },
+        soloDevice,
+      );
+      expect(failed.status).toBe(500);
+      expect(failed.body.code).toBe('internal');
+      const rows = await server.services.storage.db
+        .selectFrom('screenshots')
+        .select('image_id')
+        .where('session_id', '=', sessionId)
+        .execute();
+      expect(rows).toEqual([]);
+      const events = await call<{ events: Json[] }>(base, 'GET', `/sessions/${sessionId}/events`, {
+        token: solo.token,
+      });
+      expect(events.body.events).toEqual([]);
+    } finally {
+      fs.rmSync(path.join(dir, solo.tenantId));
     }
   });
 
