@@ -4,8 +4,8 @@
  * `JSON.stringify` of a flat object whose keys come from the event schemas, so `"<field>":` occurs
  * only as that key (a quote inside a string is escaped). Undefined when the event has no such field.
  */
-export function fieldValue(body: string, key: string): unknown {
-  const at = body.indexOf(key);
+export function fieldValue(body: string, key: string, from = 0): unknown {
+  const at = body.indexOf(key, from);
   if (at < 0) return undefined;
   const start = at + key.length;
   if (body.charCodeAt(start) === 34) {
@@ -29,6 +29,15 @@ export function fieldValue(body: string, key: string): unknown {
   if (token === 'true') return true;
   if (token === 'false') return false;
   return Number(token);
+}
+
+/**
+ * Where an event's own fields begin in its stored JSON: after the common ones the events module
+ * writes first (`id`, `sessionId`, `eventType`, `timestamp`), so that `fieldValue` need not search them.
+ */
+export function fieldsStart(body: string): number {
+  const at = body.indexOf('"timestamp":');
+  return at < 0 ? 0 : at;
 }
 
 /** The key `fieldValue` looks for. */

@@ -1,4 +1,4 @@
-import { fieldValue } from './field-value.ts';
+import { fieldsStart, fieldValue } from './field-value.ts';
 import type { TenantRules, WatchedRule } from './rule-cache.ts';
 import { meets, type Observed } from './rules.ts';
 
@@ -110,8 +110,9 @@ export function watchedEvents(group: StoredEvents, rules: Map<string, TenantRule
       summaries = watch.keys.map(() => new FieldSummary());
       e.summaries.set(row.event_type, summaries);
     }
+    const from = fieldsStart(row.body);
     for (let slot = 0; slot < watch.keys.length; slot++)
-      summaries[slot].add(fieldValue(row.body, watch.keys[slot]));
+      summaries[slot].add(fieldValue(row.body, watch.keys[slot], from));
   }
   for (const [sessionId, e] of out) {
     const tenantId = (group.sessions.get(sessionId) as { tenantId: string }).tenantId;
@@ -136,7 +137,7 @@ export function observed(session: WatchedSession, rule: WatchedRule, key: string
   const out: Observed[] = [];
   for (const row of session.rows) {
     if (row.event_type !== rule.eventType) continue;
-    const value = fieldValue(row.body, key);
+    const value = fieldValue(row.body, key, fieldsStart(row.body));
     // An event without the field says nothing of the condition.
     if (value === undefined || value === null) continue;
     out.push({
