@@ -29,6 +29,11 @@ export const PAGES: ConsolePage[] = [
     component: lazyPage('Send to cohort', () => import('./pages/cohort.tsx').then((m) => m.CohortPage)),
   },
   {
+    id: 'alerts',
+    title: 'Alerts',
+    component: lazyPage('Alerts', () => import('./pages/alerts.tsx').then((m) => m.AlertsPage)),
+  },
+  {
     id: 'campaigns',
     title: 'Campaigns',
     component: lazyPage('Campaigns', () => import('./pages/campaigns.tsx').then((m) => m.CampaignsPage)),
