@@ -41,6 +41,8 @@ export interface WatchedRule extends Rule {
 /** The rules of one event type, and the fields they watch (as `fieldValue` keys, by slot). */
 export interface TypeWatch {
   rules: WatchedRule[];
+  /** The watched fields, by slot, and their `fieldValue` keys. */
+  fields: string[];
   keys: string[];
 }
 
@@ -104,12 +106,15 @@ export class RuleCache {
       rules.byId.set(rule.alertId, rule);
       let watch = rules.byType.get(rule.eventType);
       if (!watch) {
-        watch = { rules: [], keys: [] };
+        watch = { rules: [], fields: [], keys: [] };
         rules.byType.set(rule.eventType, watch);
       }
       const key = keyOf(rule.field);
       let slot = watch.keys.indexOf(key);
-      if (slot < 0) slot = watch.keys.push(key) - 1;
+      if (slot < 0) {
+        slot = watch.keys.push(key) - 1;
+        watch.fields.push(rule.field);
+      }
       watch.rules.push({ ...rule, slot });
     }
     const withRules = [...loaded].filter(([, rules]) => rules !== NONE).map(([id]) => id);

@@ -47,6 +47,8 @@ describe('watchedEvents summaries', () => {
           event_type: eventType,
           timestamp: i,
           body: JSON.stringify({ id: `e${i}`, eventType, timestamp: i, ...fields }),
+          // Half the rounds as ingestion hands rows over (validated fields beside the JSON).
+          ...(round % 2 === 0 ? { fields } : {}),
         };
       });
       const rules: WatchedRule[] = [];
@@ -57,8 +59,18 @@ describe('watchedEvents summaries', () => {
         active: new Set(),
         byId: new Map(rules.map((r) => [r.alertId, r])),
         byType: new Map([
-          ['Health', { rules: rules.filter((r) => r.eventType === 'Health'), keys: [keyOf('fps')] }],
-          ['Error', { rules: rules.filter((r) => r.eventType === 'Error'), keys: [keyOf('severity')] }],
+          [
+            'Health',
+            { rules: rules.filter((r) => r.eventType === 'Health'), fields: ['fps'], keys: [keyOf('fps')] },
+          ],
+          [
+            'Error',
+            {
+              rules: rules.filter((r) => r.eventType === 'Error'),
+              fields: ['severity'],
+              keys: [keyOf('severity')],
+            },
+          ],
         ]),
       };
       const group = { inserted: rows, sessions: new Map([['s', { tenantId: 't', tenantCohortId: null }]]) };

@@ -5,8 +5,11 @@ import type { Database, Storage } from '../../storage/index.ts';
 import type { EventsTable } from '../../storage/schema.ts';
 import type { BulkTable } from '../../storage/storage.ts';
 
-/** One event as it is stored. `body` is the JSON clients get back. */
-export type EventRow = EventsTable;
+/**
+ * One event as it is stored. `body` is the JSON clients get back; `fields` (in memory only, never a
+ * column) are its validated own fields, for `onStored` hooks that read them without parsing `body`.
+ */
+export type EventRow = EventsTable & { fields?: Readonly<Record<string, unknown>> };
 
 export interface IngestResult {
   accepted: number;

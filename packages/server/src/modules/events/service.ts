@@ -62,6 +62,7 @@ function toRow(target: EventTarget, e: ValidEvent, receivedAt: number): EventRow
     streaming_session_id: typeof body.streamingSessionId === 'string' ? body.streamingSessionId : null,
     received_at: receivedAt,
     body: JSON.stringify(body),
+    fields: e.fields,
   };
 }
 
