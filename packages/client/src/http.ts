@@ -80,7 +80,8 @@ export class HttpClient {
     // Joined by hand rather than with `new URL(path, base)`, which would drop a path prefix in baseUrl.
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.token = options.token;
-    this.fetch = options.fetch ?? globalThis.fetch;
+    // Called as a method of this client, the browser's fetch throws "Illegal invocation": call it bare.
+    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.clock = options.clock ?? systemClock;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   }
