@@ -3,10 +3,12 @@
  * with its detail, a rule created, an incident opened when a headset (the real device SDK) reports a
  * low battery and resolved when it recovers, and the rule deleted. What the page did is checked at the API.
  */
+import { verifyWebhook } from '@liveline/tenant';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LivelineDevice } from '../../../client/src/index.ts';
 import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
 import { ensureConsoleBuilt, launchChromium, screenshot, seriousViolations } from './browser.ts';
 
@@ -28,7 +30,10 @@ describe.each(backends)('the console: alert rules and their incidents in Chromiu
   const devices: LivelineDevice[] = [];
 
   beforeAll(async () => {
-    server = await startTestServer(backend);
+    server = await startTestServer(backend, {
+      LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true',
+      LIVELINE_WEBHOOK_POLL_MS: '100',
+    });
     base = server.url;
     tenant = await createTenant(base, server.adminToken, { name: 'Alert studio' });
   });
@@ -51,7 +56,21 @@ describe.each(backends)('the console: alert rules and their incidents in Chromiu
   }
 
   it('creates a rule (a bad one refused with the detail), shows the incident of a low battery, deletes it', async () => {
+    const receiver = await startReceiver();
     await signIn();
+    // The alert messages to a real receiver: an endpoint for them made on the Webhooks page.
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByLabel('Endpoint URL', { exact: true }).fill(receiver.url);
+    await page.getByRole('checkbox', { name: /^alert\.triggered/ }).check();
+    await page.getByRole('checkbox', { name: /^alert\.resolved/ }).check();
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    const secret = await page.getByLabel('Signing secret', { exact: true }).inputValue();
+    const hooks = await call<{ webhooks: { types: string[] }[] }>(base, 'GET', '/webhooks', {
+      token: tenant.token,
+    });
+    expect(hooks.body.webhooks.map((w) => w.types)).toEqual([['alert.triggered', 'alert.resolved']]);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+
     await page.getByRole('link', { name: 'Alerts', exact: true }).click();
     await page.getByRole('heading', { name: 'Alerts', level: 1 }).waitFor();
     await page.getByText('No alert rules yet.').waitFor();
@@ -138,6 +157,20 @@ describe.each(backends)('the console: alert rules and their incidents in Chromiu
     await expect
       .poll(() => row.innerText(), { timeout: LIVE_MS })
       .toMatch(/^resolved\s[\s\S]*condition cleared/);
+
+    // The receiver got both messages, signed with the secret the page showed.
+    await expect.poll(() => receiver.received.length, { timeout: LIVE_MS }).toBe(2);
+    const messages = receiver.received.map((r) => verifyWebhook(r.body, r.headers, secret));
+    expect(messages.map((m) => m.type)).toEqual(['alert.triggered', 'alert.resolved']);
+    expect(messages[0].data).toMatchObject({
+      alertId,
+      name: 'Low battery',
+      sessionId,
+      playerId: 'headset-7',
+      tenantCohortId: 'class-7b',
+      event: { eventType: 'Health', batteryLevel: 12 },
+    });
+    await receiver.stop();
 
     // Deleted from the list: gone at the API too.
     await page.getByRole('link', { name: '← Alerts' }).click();

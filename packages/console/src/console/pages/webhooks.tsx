@@ -30,6 +30,8 @@ const MESSAGE_TYPES = [
   { type: 'session.event', what: 'every stored event of a session' },
   { type: 'reward.claimed', what: 'a player claimed a reward' },
   { type: 'reward.verified', what: 'a claim was verified the first time' },
+  { type: 'alert.triggered', what: 'a session met an alert rule (Alerts page)' },
+  { type: 'alert.resolved', what: 'it no longer does, or the session ended' },
 ] as const;
 const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES];
 
@@ -135,6 +137,7 @@ function bodyOf(d: WebhookDraft) {
   } as {
     url: string;
     description: string | null;
+    // The alert types are not in the generated client yet; the server takes them.
     types: ('session.event' | 'reward.claimed' | 'reward.verified')[] | null;
     eventTypes: (typeof EVENT_TYPES)[number][] | null;
   };
