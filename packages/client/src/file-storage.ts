@@ -92,6 +92,14 @@ export function fileEventStorage(options: FileEventStorageOptions): EventBufferS
     return chain;
   };
 
+  /** A write that failed since the last call, thrown once (the device reports it as `storage_failed`). */
+  const throwFailure = () => {
+    if (!failure) return;
+    const error = failure;
+    failure = null;
+    throw error;
+  };
+
   return {
     async load() {
       await mkdir(options.directory, { recursive: true, mode: 0o700 });
@@ -135,15 +143,12 @@ export function fileEventStorage(options: FileEventStorageOptions): EventBufferS
     },
     async flush() {
       await write();
-      if (failure) {
-        const error = failure;
-        failure = null;
-        throw error;
-      }
+      throwFailure();
     },
     async close() {
       await write();
       closed = true;
+      throwFailure();
     },
   };
 }

@@ -108,6 +108,23 @@ describe('fileEventStorage', () => {
   });
 });
 
+describe('a storage that fails', () => {
+  it('reports what it cannot read or write as storage_failed, and keeps the buffer in memory', async () => {
+    const notADirectory = join(directory, 'file');
+    await writeFile(notADirectory, 'x');
+    const d = fx.device({ storage: fileEventStorage({ directory: notADirectory }) });
+    const codes: string[] = [];
+    d.on('error', ({ error }) => codes.push(error.code));
+    const { sessionId } = await d.startSession();
+    const event = d.track(custom('kept in memory'));
+    await d.flush();
+    expect(fx.fake.storedIds(sessionId)).toEqual([event.id]);
+    await d.close();
+    // The load failed (ENOTDIR), and so did every write, reported once at close().
+    expect(codes).toEqual(['storage_failed', 'storage_failed']);
+  });
+});
+
 describe('bounds and the drop policy', () => {
   it('drops the oldest events past maxBufferedBytes and reports them through on("dropped")', async () => {
     const dropped: DroppedEvents[] = [];
