@@ -4,8 +4,9 @@
 // on a fresh server, with its ratio to the 0-endpoint figure of the same run). Then the dispatcher:
 // ingest → receipt latency under a paced load, and deliveries/s draining a backlog, to a local
 // receiver, for per-event and batch endpoints. And alert rules (CONTRACT §13): ingestion with
-// BENCH_ALERT_RULES rules on the tenant (default 20) against none, in alternating rounds
-// (BENCH_ALERT_ROUNDS, default 2), each on a fresh server; the ratio of each pair and their mean.
+// BENCH_ALERT_RULES rules on the tenant (default 20) against none, in rounds (BENCH_ALERT_ROUNDS,
+// default 2; which phase goes first alternates), each phase on a fresh server: the throughput ratio
+// and the server's CPU per event of each pair, and their medians.
 import fs from 'node:fs';
 import http from 'node:http';
 import { call, createTenant } from '../packages/server/test/helpers/api.ts';
@@ -379,8 +380,10 @@ for (const rules of alertRuleCounts) {
   const ratios: number[] = [];
   const cpuRatios: number[] = [];
   for (let round = 1; round <= alertRounds; round++) {
-    const without = await ingestion(0, 0);
-    const withRules = await ingestion(0, rules);
+    // Which goes first alternates: a phase runs right after the last one's server stopped.
+    const first = round % 2 === 1 ? await ingestion(0, 0) : await ingestion(0, rules);
+    const second = round % 2 === 1 ? await ingestion(0, rules) : await ingestion(0, 0);
+    const [without, withRules] = round % 2 === 1 ? [first, second] : [second, first];
     const ratio = Number((withRules.eventsPerSecond / without.eventsPerSecond).toFixed(2));
     const cpuRatio = Number(
       (withRules.serverCpuMsPer1000Events / without.serverCpuMsPer1000Events).toFixed(2),
