@@ -17,7 +17,7 @@ export interface StoredRow {
  * One field's value of a stored event: from its validated fields when ingestion handed them over,
  * else (and for `streamingSessionId`, which ingestion may stamp into the body) from its JSON.
  */
-function valueOf(row: StoredRow, field: string, key: string, from: number): unknown {
+function fieldOf(row: StoredRow, field: string, key: string, from: number): unknown {
   if (row.fields && field !== 'streamingSessionId') return row.fields[field];
   return fieldValue(row.body, key, from < 0 ? fieldsStart(row.body) : from);
 }
@@ -123,7 +123,7 @@ export function watchedEvents(group: StoredEvents, rules: Map<string, TenantRule
     }
     const from = row.fields ? -1 : fieldsStart(row.body);
     for (let slot = 0; slot < watch.keys.length; slot++)
-      summaries[slot].add(valueOf(row, watch.fields[slot], watch.keys[slot], from));
+      summaries[slot].add(fieldOf(row, watch.fields[slot], watch.keys[slot], from));
   }
   for (const [sessionId, e] of out) {
     const tenantId = (group.sessions.get(sessionId) as { tenantId: string }).tenantId;
@@ -148,7 +148,7 @@ export function observed(session: WatchedSession, rule: WatchedRule, key: string
   const out: Observed[] = [];
   for (const row of session.rows) {
     if (row.event_type !== rule.eventType) continue;
-    const value = valueOf(row, rule.field, key, -1);
+    const value = fieldOf(row, rule.field, key, -1);
     // An event without the field says nothing of the condition.
     if (value === undefined || value === null) continue;
     out.push({

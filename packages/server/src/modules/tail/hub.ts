@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { PresenceChange } from '../../bus/index.ts';
-import type { TenantPrincipal } from '../auth/index.ts';
 import type { Clock } from '../../clock.ts';
+import type { TenantPrincipal } from '../auth/index.ts';
 import { compareCursors, encodeTailCursor, sameCursor, type TailCursor } from './cursor.ts';
 import type { TailRow, TailScope, TailStore } from './store.ts';
 
