@@ -16,8 +16,23 @@ export function createMetrics() {
     help: 'Live tail readers disconnected for leaving too much unread.',
     registers: [registry],
   });
+  let tailBufferedNow = () => 0;
+  new Gauge({
+    name: 'liveline_tail_buffered_bytes',
+    help: 'Bytes written to live tail readers and not yet taken by their sockets.',
+    registers: [registry],
+    collect() {
+      this.set(tailBufferedNow());
+    },
+  });
   return {
-    tail: { readers: (n: number) => tailReaders.set(n), cutOff: () => tailCutOff.inc() },
+    tail: {
+      readers: (n: number) => tailReaders.set(n),
+      cutOff: () => tailCutOff.inc(),
+      bufferedFrom: (read: () => number) => {
+        tailBufferedNow = read;
+      },
+    },
     registry,
     httpDuration: new Histogram({
       name: 'liveline_http_request_duration_seconds',

@@ -50,6 +50,8 @@ interface Reader {
 export interface TailMetrics {
   readers(n: number): void;
   cutOff(): void;
+  /** Where the bytes still buffered for readers are read from (a gauge, read when scraped). */
+  bufferedFrom(read: () => number): void;
 }
 
 /**
@@ -76,8 +78,14 @@ export class TailHub {
     private readonly clock: Clock,
     private readonly log: FastifyBaseLogger,
     private readonly options: TailOptions,
-    private readonly metrics: TailMetrics = { readers() {}, cutOff() {} },
-  ) {}
+    private readonly metrics: TailMetrics = { readers() {}, cutOff() {}, bufferedFrom() {} },
+  ) {
+    metrics.bufferedFrom(() => {
+      let bytes = 0;
+      for (const reader of this.readers) bytes += reader.sink.writableLength;
+      return bytes;
+    });
+  }
 
   /** How many readers this process serves. */
   get size() {
