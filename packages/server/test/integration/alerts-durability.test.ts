@@ -32,7 +32,11 @@ describe.each(backends)('alert.triggered survives a SIGKILL right after the inge
       // The default durability (synchronous=FULL on SQLite), not the tests' faster setting.
       LIVELINE_SQLITE_SYNCHRONOUS: 'FULL',
       LIVELINE_WEBHOOK_ALLOW_PRIVATE: 'true',
-      LIVELINE_WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1',
+      LIVELINE_WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1,1,1,1,1,1',
+      // A delivery the killed process had claimed (its attempt on the receiver that was down) is
+      // free again after the lease, not after the default minute (a Node 22 CI run waited for it).
+      LIVELINE_WEBHOOK_TIMEOUT_MS: '1000',
+      LIVELINE_WEBHOOK_LEASE_S: '2',
       LIVELINE_WEBHOOK_POLL_MS: '100',
     };
     let server = await startProcess(env, { timeoutMs: 60_000 });
