@@ -1,9 +1,9 @@
-import { ASPECT_RATIO_LABELS, RESOLUTION_LABELS } from '@liveline/protocol';
 import { useEffect, useState } from 'preact/hooks';
 import { asApiError, ok } from '../../shared/problem.ts';
 import { ErrorAlert } from '../../shared/ui.tsx';
 import type { Api } from '../auth.ts';
 import type { PageProps } from '../pages.tsx';
+import { StreamFormatFields } from './stream-format.tsx';
 
 /** The statuses a batch counts its commands by (CONTRACT §12), in the order they are shown. */
 const STATUSES = ['queued', 'delivered', 'acknowledged', 'failed', 'expired', 'cancelled'] as const;
@@ -133,32 +133,12 @@ export function CohortPage({ api, path }: PageProps) {
           </button>
         </div>
         <div class="row">
-          <label>
-            Resolution
-            <select
-              value={String(resolution)}
-              onChange={(e) => setResolution(Number((e.currentTarget as HTMLSelectElement).value))}
-            >
-              {Object.entries(RESOLUTION_LABELS).map(([v, label]) => (
-                <option key={v} value={v}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Aspect ratio
-            <select
-              value={String(aspectratio)}
-              onChange={(e) => setAspectratio(Number((e.currentTarget as HTMLSelectElement).value))}
-            >
-              {Object.entries(ASPECT_RATIO_LABELS).map(([v, label]) => (
-                <option key={v} value={v}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </label>
+          <StreamFormatFields
+            resolution={resolution}
+            aspectratio={aspectratio}
+            onResolution={setResolution}
+            onAspectratio={setAspectratio}
+          />
         </div>
         <div class="row buttons">
           <button

@@ -19,6 +19,7 @@ import {
   sessionFeed,
   useFeed,
 } from '../live.ts';
+import { StreamFormatFields } from './stream-format.tsx';
 
 /** Server-emitted events that report a change of the session's state. */
 const STATE_EVENTS = new Set([
@@ -182,34 +183,13 @@ function StreamControls({ api, session: s, onSent }: { api: Api; session: Sessio
     <section aria-labelledby="stream-title" class="panel">
       <h2 id="stream-title">Stream and recording</h2>
       <div class="row">
-        <label>
-          Resolution
-          <select
-            value={String(resolution)}
-            disabled={!canStart}
-            onChange={(e) => setResolution(Number((e.currentTarget as HTMLSelectElement).value))}
-          >
-            {Object.entries(RESOLUTION_LABELS).map(([v, label]) => (
-              <option key={v} value={v}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Aspect ratio
-          <select
-            value={String(aspectratio)}
-            disabled={!canStart}
-            onChange={(e) => setAspectratio(Number((e.currentTarget as HTMLSelectElement).value))}
-          >
-            {Object.entries(ASPECT_RATIO_LABELS).map(([v, label]) => (
-              <option key={v} value={v}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <StreamFormatFields
+          resolution={resolution}
+          aspectratio={aspectratio}
+          onResolution={setResolution}
+          onAspectratio={setAspectratio}
+          disabled={!canStart}
+        />
       </div>
       <div class="row buttons">
         <button
