@@ -1,11 +1,6 @@
-import {
-  createTenantClient,
-  TailError,
-  type TailMessage,
-  type TailTarget,
-  type TenantClient,
-  TokenError,
-} from '@liveline/tenant';
+// Types only: the tenant client is loaded when `liveline tail` runs, not by every `liveline` command
+// (`liveline start` among them).
+import type { TailMessage, TailTarget, TenantClient } from '@liveline/tenant';
 import type { Command } from 'commander';
 import { serverUrl } from './admin-client.ts';
 import { CliError } from './errors.ts';
@@ -62,7 +57,8 @@ export function registerTail(program: Command) {
     .action(async (opts: TailCliOptions) => runTail(opts, process.env));
 }
 
-function clientFor(url: string, opts: TailCliOptions, env: Env): TenantClient {
+async function clientFor(url: string, opts: TailCliOptions, env: Env): Promise<TenantClient> {
+  const { createTenantClient } = await import('@liveline/tenant');
   const accessToken = opts.accessToken ?? env.LIVELINE_ACCESS_TOKEN?.trim();
   if (accessToken) return createTenantClient({ baseUrl: url, accessToken });
   const clientId = opts.clientId ?? env.LIVELINE_CLIENT_ID?.trim();
@@ -87,7 +83,8 @@ async function runTail(opts: TailCliOptions, env: Env): Promise<void> {
   if (opts.session && opts.cohort)
     throw new CliError('invalid_arguments', 'Give --session or --cohort, not both.');
   const url = serverUrl(opts.url, env);
-  const client = clientFor(url, opts, env);
+  const client = await clientFor(url, opts, env);
+  const { TailError, TokenError } = await import('@liveline/tenant');
   const target: TailTarget = opts.session
     ? { sessionId: opts.session }
     : opts.cohort
