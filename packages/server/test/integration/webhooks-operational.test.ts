@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { call, createTenant } from '../helpers/api.ts';
-import { type Receiver, startReceiver, waitFor } from '../helpers/receiver.ts';
+import { type Behaviour, type Receiver, startReceiver, waitFor } from '../helpers/receiver.ts';
 import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -46,7 +46,7 @@ describe.each(backends)('operational webhooks (%s)', (backend) => {
     return { server, base: server.url, tenant };
   }
 
-  async function receiver(behaviour?: Parameters<typeof startReceiver>[0]['behaviour']) {
+  async function receiver(behaviour?: Behaviour) {
     const r = await startReceiver({ behaviour });
     receivers.push(r);
     return r;
