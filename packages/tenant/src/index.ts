@@ -17,6 +17,8 @@ export {
 } from './tail-types.ts';
 export {
   type AlertData,
+  type EndpointDisabledData,
+  type EndpointRecoveredData,
   type HeadersLike,
   type SessionEventData,
   verifyWebhook,

@@ -27,6 +27,32 @@ export interface AlertData {
   event: SessionEventData | null;
 }
 
+/**
+ * `webhook.endpoint.disabled` (CONTRACT §16): another endpoint of the tenant was disabled, by the
+ * server after nothing but failures (`failing`) or by a `PATCH {enabled: false}` (`manual`).
+ * Operational types are opt-in: an endpoint gets them only when its `types` names them.
+ */
+export interface EndpointDisabledData {
+  webhookId: string;
+  url: string;
+  reason: 'failing' | 'manual';
+  /** Unix ms. */
+  disabledAt: number;
+}
+
+/**
+ * `webhook.endpoint.recovered`: an endpoint answered 2xx again after an outage (a retry failed too,
+ * or it was disabled for failing). Sent to the recovered endpoint as well.
+ */
+export interface EndpointRecoveredData {
+  webhookId: string;
+  url: string;
+  /** Unix ms: when the outage's first failure was recorded. */
+  failingSince: number;
+  /** Unix ms. */
+  recoveredAt: number;
+}
+
 /** What liveline sends: `{type, timestamp (ISO 8601), data}` (CONTRACT §6). */
 export type WebhookMessage =
   | { type: 'session.event'; timestamp: string; data: SessionEventData }
@@ -38,6 +64,8 @@ export type WebhookMessage =
       timestamp: string;
       data: AlertData & { reason: 'condition_cleared' | 'session_ended' };
     }
+  | { type: 'webhook.endpoint.disabled'; timestamp: string; data: EndpointDisabledData }
+  | { type: 'webhook.endpoint.recovered'; timestamp: string; data: EndpointRecoveredData }
   | { type: 'webhook.test'; timestamp: string; data: { webhookId: string; message: string } };
 
 export type WebhookType = WebhookMessage['type'];

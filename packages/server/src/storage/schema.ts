@@ -194,6 +194,11 @@ export interface WebhookEndpointsTable {
   previous_secret_until: number | null;
   /** First failed attempt since the last success (null when the last attempt succeeded). */
   failing_since: number | null;
+  /**
+   * Start of a failing run to report as `webhook.endpoint.recovered` at the next success: set when a
+   * retry failed or the endpoint was disabled for failing; kept by a re-enable (migration 016).
+   */
+  outage_since: number | null;
   /** 1: `session.event` messages go out in batches (`session.events`, up to 100 per request); 0: one by one. */
   batch: number;
   created_at: number;

@@ -32,6 +32,11 @@ const MESSAGE_TYPES = [
   { type: 'reward.verified', what: 'a claim was verified the first time' },
   { type: 'alert.triggered', what: 'a session met an alert rule (Alerts page)' },
   { type: 'alert.resolved', what: 'it no longer does, or the session ended' },
+  { type: 'webhook.endpoint.disabled', what: 'another endpoint was disabled (only when ticked)' },
+  {
+    type: 'webhook.endpoint.recovered',
+    what: 'an endpoint answers again after an outage (only when ticked)',
+  },
 ] as const;
 const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES];
 
@@ -137,7 +142,7 @@ function bodyOf(d: WebhookDraft) {
   } as {
     url: string;
     description: string | null;
-    // The alert types are not in the generated client yet; the server takes them.
+    // The alert and operational types are not in the generated client yet; the server takes them.
     types: ('session.event' | 'reward.claimed' | 'reward.verified')[] | null;
     eventTypes: (typeof EVENT_TYPES)[number][] | null;
   };
@@ -172,7 +177,10 @@ function WebhookFields({ draft, onChange }: { draft: WebhookDraft; onChange: (d:
       </label>
       <fieldset>
         <legend>Message types</legend>
-        <p class="hint">None ticked: every type, including types added later.</p>
+        <p class="hint">
+          None ticked: every type, including types added later, except the operational ones
+          (webhook.endpoint.*), which come only when ticked.
+        </p>
         <div class="checks">
           {MESSAGE_TYPES.map((m) => (
             <label key={m.type} class="check">

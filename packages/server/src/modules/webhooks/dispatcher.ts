@@ -5,9 +5,11 @@ import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { WebhookConfig } from '../../config.ts';
 import type { Worker } from '../../jobs.ts';
+import type { OutboxMessage } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import { expandFanout } from './fanout.ts';
 import type { WebhookMetrics } from './metrics.ts';
+import { endpointDisabled, endpointRecovered } from './operational.ts';
 import { afterFailure } from './schedule.ts';
 import type { AttemptOutcome, WebhookSender } from './sender.ts';
 import { webhookHeaders } from './signing.ts';
@@ -106,6 +108,8 @@ export class Dispatcher implements Worker {
     private readonly logger: Logger,
     /** Told when endpoints were disabled, so the outbox stops writing for them. */
     private readonly onDisabled: (tenantId: string, webhookId: string) => void,
+    /** Writes operational messages (`operational.ts`) in the results' transaction. */
+    private readonly operational: (trx: Kysely<Database>, messages: OutboxMessage[]) => Promise<void>,
   ) {
     // A queued delivery may wait behind (factor - 1) attempts that time out; it must still be sent
     // well inside its lease.
@@ -415,6 +419,8 @@ export class Dispatcher implements Worker {
   private async writeResults(items: Settled[]) {
     const now = this.clock.now();
     const health = new Map<string, boolean>();
+    /** Endpoints with a failed retry among these results (an outage, not a single failure). */
+    const retriedFailing = new Set<string>();
     // Rows are settled in delivery id order, the order a replay locks them in (no deadlock between the two).
     const ordered = [...items].sort((a, b) =>
       a.delivery.delivery_id < b.delivery.delivery_id
@@ -466,22 +472,59 @@ export class Dispatcher implements Worker {
             completed_at: next.retry ? null : now,
           });
           this.metrics.deliveries.inc({ outcome: next.retry ? 'retrying' : 'failed' });
+          if (attempts > 1) retriedFailing.add(delivery.webhook_id);
         }
         health.set(delivery.webhook_id, outcome.ok);
       }
-      for (const [webhookId, ok] of health) await store.recordEndpointHealth(trx, webhookId, ok, now);
-      const failing = [...health].filter(([, ok]) => !ok).map(([id]) => id);
-      const failingBefore = now - this.config.disableAfterS * 1000;
-      const off = await store.disableFailingEndpoints(trx, failing, failingBefore, now);
-      for (const e of off) await store.failPending(trx, e.webhook_id, 'endpoint disabled after failing', now);
-      return off;
+      return this.recordHealth(trx, health, retriedFailing, now);
     });
-    for (const e of disabled) {
+    for (const e of disabled.off) {
       this.logger.warn(
         { webhookId: e.webhook_id, tenantId: e.tenant_id, failingForS: this.config.disableAfterS },
         'webhook endpoint disabled: nothing but failures',
       );
+      this.metrics.endpointsDisabled.inc({ reason: 'failing' });
       this.onDisabled(e.tenant_id, e.webhook_id);
     }
+    for (const e of disabled.recovered) {
+      this.logger.info(
+        { webhookId: e.webhook_id, tenantId: e.tenant_id, failingSince: e.outage_since },
+        'webhook endpoint recovered',
+      );
+      this.metrics.endpointsRecovered.inc();
+    }
+  }
+
+  /**
+   * Endpoint health, in the results' transaction (each endpoint's last result counts): successes end
+   * failing runs, and an outage's end is reported (`webhook.endpoint.recovered`, to the endpoint too);
+   * failures start runs, and endpoints failing for `disableAfterS` are disabled, their pending
+   * deliveries failed and the tenant's other endpoints told (`webhook.endpoint.disabled`). The
+   * operational messages are written here, so they exist exactly when the change they report does.
+   */
+  private async recordHealth(
+    trx: Kysely<Database>,
+    health: Map<string, boolean>,
+    retriedFailing: Set<string>,
+    now: number,
+  ) {
+    const ids = [...health.keys()].sort();
+    const healthy = ids.filter((id) => health.get(id));
+    const failing = ids.filter((id) => !health.get(id));
+    const recovered = await store.recordEndpointSuccesses(trx, healthy, this.storage.skipLocked);
+    for (const id of failing) await store.recordEndpointFailure(trx, id, retriedFailing.has(id), now);
+    const failingBefore = now - this.config.disableAfterS * 1000;
+    const off = await store.disableFailingEndpoints(trx, failing, failingBefore, now);
+    for (const e of off) await store.failPending(trx, e.webhook_id, 'endpoint disabled after failing', now);
+    const ref = (e: { webhook_id: string; tenant_id: string; url: string }) => ({
+      webhookId: e.webhook_id,
+      tenantId: e.tenant_id,
+      url: e.url,
+    });
+    await this.operational(trx, [
+      ...recovered.map((e) => endpointRecovered(ref(e), e.outage_since, now)),
+      ...off.map((e) => endpointDisabled(ref(e), 'failing', now)),
+    ]);
+    return { off, recovered };
   }
 }

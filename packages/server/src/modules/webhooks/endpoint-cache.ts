@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { OutboxType } from '../../outbox.ts';
 import type { Database } from '../../storage/index.ts';
+import { isOperational } from './operational.ts';
 import { enabledEndpointFilters } from './store.ts';
 
 /** What the outbox needs of an endpoint to decide whether a message is for it. */
@@ -12,8 +13,13 @@ export interface EndpointFilter {
   eventTypes: ReadonlySet<string> | null;
 }
 
+/**
+ * Whether a message is for the endpoint. No `types` filter means every type except the operational
+ * ones, which an endpoint takes only by naming them (opt-in, as Svix does: they are about the
+ * tenant's endpoints, not its data, and a receiver written before they existed need not see them).
+ */
 export function matches(endpoint: EndpointFilter, type: OutboxType | 'webhook.test', eventType?: string) {
-  if (endpoint.types !== null && !endpoint.types.has(type)) return false;
+  if (endpoint.types === null ? isOperational(type) : !endpoint.types.has(type)) return false;
   if (type === 'session.event' && endpoint.eventTypes !== null) {
     return eventType !== undefined && endpoint.eventTypes.has(eventType);
   }
@@ -21,6 +27,17 @@ export function matches(endpoint: EndpointFilter, type: OutboxType | 'webhook.te
 }
 
 const parseSet = (json: string | null) => (json === null ? null : new Set(JSON.parse(json) as string[]));
+
+/** An endpoint's filters as stored (JSON lists, null for none). */
+export const endpointFilter = (r: {
+  webhook_id: string;
+  types: string | null;
+  event_types: string | null;
+}): EndpointFilter => ({
+  webhookId: r.webhook_id,
+  types: parseSet(r.types),
+  eventTypes: parseSet(r.event_types),
+});
 
 /**
  * Each tenant's enabled endpoints, kept in memory so that ingestion for a tenant without webhooks
@@ -62,11 +79,7 @@ export class EndpointCache {
     const rows = await enabledEndpointFilters(db, missing);
     const loaded = new Map<string, EndpointFilter[]>(missing.map((id) => [id, []]));
     for (const r of rows) {
-      loaded.get(r.tenant_id)?.push({
-        webhookId: r.webhook_id,
-        types: parseSet(r.types),
-        eventTypes: parseSet(r.event_types),
-      });
+      loaded.get(r.tenant_id)?.push(endpointFilter(r));
     }
     const expiresAt = performance.now() + this.ttlMs;
     for (const [id, endpoints] of loaded) {

@@ -30,6 +30,17 @@ export function createWebhookMetrics(
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    endpointsDisabled: new Counter({
+      name: 'liveline_webhook_endpoints_disabled_total',
+      help: 'Webhook endpoints disabled, by reason: failing (by the server, after nothing but failures) or manual (by the tenant or the operator).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    endpointsRecovered: new Counter({
+      name: 'liveline_webhook_endpoints_recovered_total',
+      help: 'Webhook endpoints that answered 2xx again after an outage (a failed retry, or disabled for failing).',
+      registers: [registry],
+    }),
     outboxDepth: new Gauge({
       name: 'liveline_webhook_outbox_depth',
       help: 'Webhook deliveries waiting to be delivered (pending, including those waiting for a retry).',

@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import { type EndpointCache, type EndpointFilter, matches } from './endpoint-cache.ts';
-import { type FanoutRow, insertDeliveries, insertFanout } from './store.ts';
+import { type EndpointCache, type EndpointFilter, endpointFilter, matches } from './endpoint-cache.ts';
+import { enabledEndpointFilters, type FanoutRow, insertDeliveries, insertFanout } from './store.ts';
 
 /** `session.events`: a batch of `session.event` messages, for endpoints with `batch: true`. */
 export type MessageType = OutboxType | 'webhook.test' | 'session.events';
@@ -100,6 +100,31 @@ export class WebhookOutbox implements Outbox {
   async enqueue(trx: Kysely<Database>, messages: OutboxMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const endpoints = await this.cache.get(trx, new Set(messages.map((m) => m.tenantId)));
+    await this.enqueueTo(trx, messages, endpoints);
+  }
+
+  /**
+   * The webhooks module's own operational messages (`operational.ts`), in the transaction that
+   * disabled or healed the endpoint. The recipients are read through `trx`, not the cache: an
+   * endpoint this transaction has just disabled is no longer among them (the cache may still list
+   * it), and these messages are rare enough for a query each.
+   */
+  async enqueueOperational(trx: Kysely<Database>, messages: OutboxMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const endpoints = new Map<string, EndpointFilter[]>();
+    for (const r of await enabledEndpointFilters(trx, [...new Set(messages.map((m) => m.tenantId))])) {
+      const list = endpoints.get(r.tenant_id) ?? [];
+      list.push(endpointFilter(r));
+      endpoints.set(r.tenant_id, list);
+    }
+    await this.enqueueTo(trx, messages, endpoints);
+  }
+
+  private async enqueueTo(
+    trx: Kysely<Database>,
+    messages: OutboxMessage[],
+    endpoints: Map<string, EndpointFilter[]>,
+  ) {
     const now = this.now();
     const values: unknown[][] = [];
     for (const m of messages) {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { Count, Int32, Nullable, StringEnum, Timestamp, UrlOut, Uuid } from '../../http/schemas.ts';
 import { CLIENT_EVENT_TYPES, SERVER_EVENT_TYPES } from '../events/index.ts';
+import { OPERATIONAL_TYPES } from './operational.ts';
 
 export const MESSAGE_TYPES = [
   'session.event',
@@ -8,6 +9,7 @@ export const MESSAGE_TYPES = [
   'reward.verified',
   'alert.triggered',
   'alert.resolved',
+  ...OPERATIONAL_TYPES,
 ] as const;
 export const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES] as const;
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -34,7 +36,8 @@ const Types = Type.Union([
     minItems: 1,
     maxItems: MESSAGE_TYPES.length,
     uniqueItems: true,
-    description: 'Only these message types. Absent or null: every type.',
+    description:
+      'Only these message types. Absent or null: every type except the operational ones (`webhook.endpoint.disabled`, `webhook.endpoint.recovered`), which an endpoint gets only by naming them here.',
   }),
   Type.Null(),
 ]);
@@ -82,7 +85,8 @@ const webhookFields = {
   enabled: Type.Boolean(),
   disabledReason: Type.Union([
     StringEnum(['manual', 'failing'], {
-      description: '`failing`: disabled by the server after 5 days of nothing but failures.',
+      description:
+        '`failing`: disabled by the server after nothing but failures for `LIVELINE_WEBHOOK_DISABLE_AFTER_S` (default 5 days); `manual`: disabled by `PATCH {enabled: false}`. Null while enabled.',
     }),
     Type.Null(),
   ]),

@@ -11,7 +11,8 @@ import { type Database, inSnapshot, type Storage } from '../../storage/index.ts'
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
-import { createWebhookMetrics } from './metrics.ts';
+import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
+import { endpointDisabled } from './operational.ts';
 import { WebhookOutbox } from './outbox.ts';
 import { retentionJob } from './retention.ts';
 import { MAX_URL_LENGTH } from './schemas.ts';
@@ -114,7 +115,16 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
   });
   // Endpoints the dispatcher disabled: the outbox stops writing for them at once.
   const disabled = (tenantId: string) => service.endpointsChanged(tenantId);
-  const dispatcher = new Dispatcher(storage, clock, config, sender, metrics, logger, disabled);
+  const dispatcher = new Dispatcher(
+    storage,
+    clock,
+    config,
+    sender,
+    metrics,
+    logger,
+    disabled,
+    (trx, messages) => outbox.enqueueOperational(trx, messages),
+  );
   const outbox = new WebhookOutbox(
     storage,
     cache,
@@ -133,6 +143,7 @@ export function createWebhooks(deps: WebhooksDeps): WebhooksService {
     outbox,
     dispatcher,
     retention,
+    metrics,
   });
   return service;
 }
@@ -149,6 +160,7 @@ interface WebhooksParts {
   outbox: WebhookOutbox;
   dispatcher: Dispatcher;
   retention: Job;
+  metrics: WebhookMetrics;
 }
 
 /** Webhook endpoints, their outbox and dispatcher, and the delivery log (CONTRACT §6). */
@@ -164,6 +176,7 @@ export class WebhooksService {
   private readonly cache: EndpointCache;
   private readonly dispatcher: Dispatcher;
   private readonly retention: Job;
+  private readonly metrics: WebhookMetrics;
   private readonly changeListeners: ((tenantId: string) => void)[] = [];
 
   constructor(parts: WebhooksParts) {
@@ -177,6 +190,7 @@ export class WebhooksService {
     this.outbox = parts.outbox;
     this.dispatcher = parts.dispatcher;
     this.retention = parts.retention;
+    this.metrics = parts.metrics;
   }
 
   /** The dispatcher, which sends due deliveries: start it with the process, stop it before storage closes. */
@@ -262,6 +276,7 @@ export class WebhooksService {
       previous_secret: null,
       previous_secret_until: null,
       failing_since: null,
+      outage_since: null,
       batch: input.batch === true ? 1 : 0,
       created_at: now,
       updated_at: now,
@@ -292,25 +307,42 @@ export class WebhooksService {
   }
 
   async update(tenantId: string, webhookId: string, patch: WebhookPatch) {
-    const current = await this.requireEndpoint(tenantId, webhookId);
-    const now = this.clock.now();
-    const changes: Partial<store.EndpointRow> = { updated_at: now };
+    await this.requireEndpoint(tenantId, webhookId);
+    const changes: Partial<store.EndpointRow> = {};
     if (patch.url !== undefined) changes.url = await this.checkUrl(patch.url);
     if (patch.description !== undefined) changes.description = patch.description;
     if (patch.eventTypes !== undefined) changes.event_types = json(patch.eventTypes);
     if (patch.types !== undefined) changes.types = json(patch.types);
     if (patch.batch !== undefined) changes.batch = patch.batch ? 1 : 0;
-    if (patch.enabled === true && current.enabled !== 1) {
-      Object.assign(changes, { enabled: 1, disabled_reason: null, failing_since: null });
-    }
-    const disabling = patch.enabled === false && current.enabled === 1;
-    if (disabling) Object.assign(changes, { enabled: 0, disabled_reason: 'manual' });
-    const row = await this.storage.db.transaction().execute(async (trx) => {
-      const updated = await store.updateEndpoint(trx, tenantId, webhookId, changes);
-      if (updated && disabling) await store.failPending(trx, webhookId, 'endpoint disabled', now);
-      return updated;
+    const { row, disabled } = await this.storage.db.transaction().execute(async (trx) => {
+      const now = this.clock.now();
+      // Read again in the transaction (locked where rows lock): whether this PATCH disables the
+      // endpoint must not race the dispatcher disabling it for failing (one message, one reason).
+      const current = await store.findEndpoint(trx, tenantId, webhookId, this.storage.skipLocked);
+      if (!current) return { row: undefined, disabled: false };
+      const set: Partial<store.EndpointRow> = { ...changes, updated_at: now };
+      // Re-enabling clears `failing_since` (a fresh disable-after period) but keeps `outage_since`:
+      // the first success afterwards reports the recovery.
+      if (patch.enabled === true && current.enabled !== 1) {
+        Object.assign(set, { enabled: 1, disabled_reason: null, failing_since: null });
+      }
+      const disabling = patch.enabled === false && current.enabled === 1;
+      if (disabling) Object.assign(set, { enabled: 0, disabled_reason: 'manual' });
+      const updated = await store.updateEndpoint(trx, tenantId, webhookId, set);
+      if (updated && disabling) {
+        await store.failPending(trx, webhookId, 'endpoint disabled', now);
+        // Written after the update: the endpoint is no longer among the enabled ones it goes to.
+        await this.outbox.enqueueOperational(trx, [
+          endpointDisabled({ tenantId, webhookId, url: updated.url }, 'manual', now),
+        ]);
+      }
+      return { row: updated, disabled: updated !== undefined && disabling };
     });
     if (!row) throw problems.notFound('webhook');
+    if (disabled) {
+      this.metrics.endpointsDisabled.inc({ reason: 'manual' });
+      this.logger.info({ webhookId, tenantId }, 'webhook endpoint disabled by request');
+    }
     this.endpointsChanged(tenantId);
     return view(row);
   }

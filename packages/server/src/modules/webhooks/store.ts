@@ -31,13 +31,14 @@ export async function countEndpoints(db: Db, tenantId: string): Promise<number> 
   return Number(row.n);
 }
 
-export async function findEndpoint(db: Db, tenantId: string, webhookId: string) {
-  return db
+/** `lock` (where rows lock): read `for update`, so a change decided on what was read cannot race another. */
+export async function findEndpoint(db: Db, tenantId: string, webhookId: string, lock = false) {
+  const q = db
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('webhook_id', '=', webhookId)
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirst();
+    .where('tenant_id', '=', tenantId);
+  return (lock ? q.forUpdate() : q).executeTakeFirst();
 }
 
 export async function listEndpoints(db: Db, tenantId: string, limit: number) {
@@ -261,26 +262,61 @@ export async function settleDelivery(
     .execute();
 }
 
-/** Endpoint health: success clears `failing_since`, failure starts it unless it runs already. */
-export async function recordEndpointHealth(db: Db, webhookId: string, ok: boolean, now: number) {
-  if (ok) {
-    await db
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: null })
-      .where('webhook_id', '=', webhookId)
-      .where('failing_since', 'is not', null)
-      .execute();
-  } else {
-    await db
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: now })
-      .where('webhook_id', '=', webhookId)
-      .where('failing_since', 'is', null)
-      .execute();
-  }
+/**
+ * A failed attempt: `failing_since` starts unless it runs already. `retried`: the attempt was a
+ * retry of a delivery that had failed before, so the run is an outage (`outage_since`), reported
+ * as `webhook.endpoint.recovered` when it ends; a single failure that its retry mends is not.
+ * Both updates match nothing while the run is known, so a failing endpoint costs no writes.
+ */
+export async function recordEndpointFailure(db: Db, webhookId: string, retried: boolean, now: number) {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: now })
+    .where('webhook_id', '=', webhookId)
+    .where('failing_since', 'is', null)
+    .execute();
+  if (!retried) return;
+  await db
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ outage_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+    .where('webhook_id', '=', webhookId)
+    .where('outage_since', 'is', null)
+    .execute();
 }
 
-/** Disables the endpoints among `webhookIds` that have failed since `failingBefore` or earlier. */
+/**
+ * Successful attempts end the endpoints' failing runs. Returns the endpoints whose run was an outage,
+ * with its start, for `webhook.endpoint.recovered`. `lock` (where rows lock: PostgreSQL): the rows
+ * are read `for update`, so when two processes settle successes of one endpoint at once, the second
+ * waits, then finds the run cleared: the recovery is reported once. A healthy endpoint matches
+ * nothing: no lock, no write.
+ */
+export async function recordEndpointSuccesses(db: Db, webhookIds: string[], lock: boolean) {
+  if (webhookIds.length === 0) return [];
+  const q = db
+    .selectFrom('webhook_endpoints')
+    .select(['webhook_id', 'tenant_id', 'url', 'outage_since'])
+    .where('webhook_id', 'in', webhookIds)
+    .where((eb) => eb.or([eb('failing_since', 'is not', null), eb('outage_since', 'is not', null)]))
+    .orderBy('webhook_id');
+  const ended = await (lock ? q.forUpdate() : q).execute();
+  if (ended.length === 0) return [];
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: null, outage_since: null })
+    .where(
+      'webhook_id',
+      'in',
+      ended.map((e) => e.webhook_id),
+    )
+    .execute();
+  return ended.filter((e): e is typeof e & { outage_since: number } => e.outage_since !== null);
+}
+
+/**
+ * Disables the endpoints among `webhookIds` that have failed since `failingBefore` or earlier. Their
+ * run becomes an outage (`outage_since`), so the first success after a re-enable reports it.
+ */
 export async function disableFailingEndpoints(
   db: Db,
   webhookIds: string[],
@@ -290,11 +326,16 @@ export async function disableFailingEndpoints(
   if (webhookIds.length === 0) return [];
   return db
     .updateTable('webhook_endpoints')
-    .set({ enabled: 0, disabled_reason: 'failing', updated_at: now })
+    .set((eb) => ({
+      enabled: 0,
+      disabled_reason: 'failing',
+      updated_at: now,
+      outage_since: eb.fn.coalesce('outage_since', 'failing_since'),
+    }))
     .where('webhook_id', 'in', webhookIds)
     .where('enabled', '=', 1)
     .where('failing_since', '<=', failingBefore)
-    .returning(['webhook_id', 'tenant_id'])
+    .returning(['webhook_id', 'tenant_id', 'url'])
     .execute();
 }
 
