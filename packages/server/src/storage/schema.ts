@@ -196,7 +196,7 @@ export interface WebhookEndpointsTable {
   failing_since: number | null;
   /**
    * Start of a failing run to report as `webhook.endpoint.recovered` at the next success: set when a
-   * retry failed or the endpoint was disabled for failing; kept by a re-enable (migration 016).
+   * retry failed or the endpoint was disabled for failing; kept by a re-enable (migration 017).
    */
   outage_since: number | null;
   /** 1: `session.event` messages go out in batches (`session.events`, up to 100 per request); 0: one by one. */

@@ -509,6 +509,9 @@ export class Dispatcher implements Worker {
     now: number,
   ) {
     const ids = [...health.keys()].sort();
+    // Every endpoint of these results locked first, in id order (where rows lock): two processes
+    // settling one endpoint's success and another's failure in opposite orders cannot deadlock.
+    if (this.storage.skipLocked) await store.lockEndpoints(trx, ids);
     const healthy = ids.filter((id) => health.get(id));
     const failing = ids.filter((id) => !health.get(id));
     const recovered = await store.recordEndpointSuccesses(trx, healthy, this.storage.skipLocked);

@@ -262,6 +262,18 @@ export async function settleDelivery(
     .execute();
 }
 
+/** Locks endpoint rows in id order (PostgreSQL: `select … for update`), before a transaction updates several. */
+export async function lockEndpoints(db: Db, webhookIds: string[]) {
+  if (webhookIds.length === 0) return;
+  await db
+    .selectFrom('webhook_endpoints')
+    .select('webhook_id')
+    .where('webhook_id', 'in', webhookIds)
+    .orderBy('webhook_id')
+    .forUpdate()
+    .execute();
+}
+
 /**
  * A failed attempt: `failing_since` starts unless it runs already. `retried`: the attempt was a
  * retry of a delivery that had failed before, so the run is an outage (`outage_since`), reported
