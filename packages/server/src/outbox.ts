@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './storage/index.ts';
 
-/** The webhook message types of CONTRACT §6 (and §13's alerts). */
+/** The webhook message types of CONTRACT §6 (and §13's alerts, §16's `player.erased`). */
 export type OutboxType =
   | 'session.event'
   | 'reward.claimed'
   | 'reward.verified'
   | 'alert.triggered'
-  | 'alert.resolved';
+  | 'alert.resolved'
+  | 'player.erased';
 
 export interface OutboxMessage {
   tenantId: string;
