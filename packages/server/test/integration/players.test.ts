@@ -3,14 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { type RunningServer, startServer } from '../../src/server.ts';
 import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
 import { TestSocket } from '../helpers/device-socket.ts';
 import { greyJpeg } from '../helpers/jpeg.ts';
 import { cli } from '../helpers/process.ts';
 import { type Receiver, startReceiver, waitFor } from '../helpers/receiver.ts';
+import { redisAvailable, startRedis, type TestRedis } from '../helpers/redis.ts';
 import { LONG_CLOCK_ENV, MINUTE } from '../helpers/rewards.ts';
-import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
+import { ADMIN_TOKEN, backends, freshStore, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * Players' data (CONTRACT §16) over real HTTP and WebSocket, on both stores: a player's sessions,
@@ -701,3 +705,96 @@ describe.each(backends)('players (%s)', (backend) => {
     }
   }, 60_000);
 });
+
+// Two processes on one PostgreSQL database, joined by Redis: the erasure reaches the other's socket
+// and caches at once, and the two processes' jobs share the work through the lease.
+if (redisAvailable && process.env.DATABASE_URL)
+  describe('players across processes (postgres) (redis)', () => {
+    let redis: TestRedis;
+    let store: ReturnType<typeof freshStore>;
+    const running: RunningServer[] = [];
+    beforeAll(async () => {
+      redis = await startRedis();
+      store = freshStore('postgres');
+      const config = loadConfig({
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN,
+        ...store.env,
+        REDIS_URL: redis.url,
+        LIVELINE_REDIS_PREFIX: redis.prefix(),
+        LIVELINE_RATE_LIMIT_TENANT_RPS: '0',
+        LIVELINE_RATE_LIMIT_DEVICE_RPS: '0',
+        LIVELINE_ERASURE_INTERVAL_MS: '100',
+        LIVELINE_ERASURE_GRACE_MS: '500',
+      });
+      const logger = pino({ level: 'silent' });
+      // The first migrates the schema; the second starts on it.
+      running.push(await startServer(config, { logger }));
+      running.push(await startServer(config, { logger }));
+    }, 60_000);
+    afterAll(async () => {
+      for (const s of running) await s.close();
+      await store?.destroy();
+      await redis?.stop();
+    });
+
+    it("a DELETE on one process closes the player's socket on the other (4003) and its caches forget the sessions", async () => {
+      const [a, b] = running;
+      const t = await createTenant(a.url, ADMIN_TOKEN);
+      const token = await deviceToken(a.url, t.token, 'roaming');
+      const started = await call(a.url, 'POST', '/client/v1/sessions', { token, json: {} });
+      const sessionId = String(started.body.sessionId);
+      const events = Array.from({ length: 30 }, (_, i) => ({
+        id: `e${i}`,
+        eventType: 'Custom',
+        timestamp: Date.now() - 1000,
+        custom01: 'x',
+      }));
+      expect(
+        (await call(a.url, 'POST', `/sessions/${sessionId}/Events`, { token, json: { events } })).status,
+      ).toBe(200);
+      const socket = await TestSocket.open(b.url, sessionId, token);
+      await socket.ofType('welcome');
+      // b remembers the live session (its command path reads no row).
+      const command = (s: RunningServer) =>
+        call(s.url, 'POST', `/sessions/${sessionId}/realtime/commands`, {
+          token: t.token,
+          json: { name: 'text', data: 'hi' },
+        });
+      expect((await command(b)).status).toBe(202);
+
+      const erased = await call(a.url, 'DELETE', '/players/roaming', { token: t.token });
+      expect(erased.status).toBe(202);
+      expect((await socket.waitClosed()).code).toBe(4003);
+      await waitFor(async () => (await command(b)).status === 404, 2000, 'b to forget the session');
+      expect((await call(b.url, 'POST', '/client/v1/sessions', { token, json: {} })).status).toBe(401);
+
+      const db = a.services.storage.db;
+      await waitFor(
+        async () =>
+          (
+            await db
+              .selectFrom('player_erasures')
+              .select('state')
+              .where('player_id', '=', 'roaming')
+              .executeTakeFirst()
+          )?.state === 'done',
+        20_000,
+        'the erasure to complete',
+      );
+      const row = await db
+        .selectFrom('player_erasures')
+        .selectAll()
+        .where('player_id', '=', 'roaming')
+        .executeTakeFirstOrThrow();
+      // Each row was counted once: the lease let one process at a time work on the erasure.
+      expect(JSON.parse(String(row.counts))).toMatchObject({ sessions: 1, events: 30, commands: 1 });
+      const left = await db
+        .selectFrom('events')
+        .select(sql<number>`count(*)`.as('n'))
+        .where('session_id', '=', sessionId)
+        .executeTakeFirstOrThrow();
+      expect(Number(left.n)).toBe(0);
+    }, 60_000);
+  });
