@@ -163,6 +163,8 @@ export function wire(s: Services) {
     // A session ended (or was erased: 4003) here or on another process: its remembered row goes.
     if (message.type === 'close' && (message.code === CLOSE.sessionEnded || message.code === CLOSE.forbidden))
       liveSessions.forget(message.sessionId);
+    // An erased session's live tails end (a reader coming back gets 404).
+    if (message.type === 'close' && message.code === CLOSE.forbidden) tail.closeSession(message.sessionId);
   });
   // Revocations and key rotations (CONTRACT §15) reach every process; sockets of revoked tokens close (4003).
   auth.onChange((change) => bus.publish({ type: 'auth.changed', origin: bus.nodeId, change }));

@@ -15,6 +15,7 @@ import { type Receiver, startReceiver, waitFor } from '../helpers/receiver.ts';
 import { redisAvailable, startRedis, type TestRedis } from '../helpers/redis.ts';
 import { LONG_CLOCK_ENV, MINUTE } from '../helpers/rewards.ts';
 import { ADMIN_TOKEN, backends, freshStore, startTestServer, type TestServer } from '../helpers/server.ts';
+import { openTail } from '../helpers/sse.ts';
 
 /**
  * Players' data (CONTRACT §16) over real HTTP and WebSocket, on both stores: a player's sessions,
@@ -453,6 +454,8 @@ describe.each(backends)('players (%s)', (backend) => {
     const kept = await fullPlayer(t, challengeId);
     const socket = await TestSocket.open(base, second, p.token);
     await socket.ofType('welcome');
+    const tail = await openTail(base, `/sessions/${second}/events/stream`, t.token);
+    await tail.ready();
     await waitFor(() => failing.received.length > 0, 10_000, 'deliveries to the failing endpoint');
     const before = await leftovers(t.tenantId, p.playerId, [p.sessionId, second], [p.commandId]);
     expect(before.events).toBeGreaterThan(0);
@@ -482,6 +485,10 @@ describe.each(backends)('players (%s)', (backend) => {
     });
     expect(sent.status).toBe(404);
     expect((await socket.waitClosed()).code).toBe(4003);
+    await tail.until(() => tail.ended, 5000, "the erased session's live tail to end");
+    const reopened = await openTail(base, `/sessions/${second}/events/stream`, t.token);
+    await reopened.until(() => reopened.ended, 5000, 'the refused tail');
+    expect(reopened.status).toBe(404);
     const refused = await call(base, 'POST', '/client/v1/sessions', { token: p.token, json: {} });
     expect(refused.status).toBe(401);
     expect((await api(t, 'GET', `/players/${p.playerId}/sessions`)).body).toMatchObject({ totalCount: 0 });
