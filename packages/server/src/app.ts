@@ -25,10 +25,11 @@ import { alertsPlugin } from './modules/alerts/index.ts';
 import { authRoutes, SCOPES } from './modules/auth/index.ts';
 import { batchesPlugin, commandsPlugin } from './modules/commands/index.ts';
 import { eventsPlugin } from './modules/events/index.ts';
+import { playersPlugin } from './modules/players/index.ts';
 import { realtimePlugin } from './modules/realtime/index.ts';
 import { rewardsPlugin } from './modules/rewards/index.ts';
 import { screenshotsPlugin } from './modules/screenshots/index.ts';
-import { eventSession, sessionsPlugin } from './modules/sessions/index.ts';
+import { eventSession, SessionSchema, sessionsPlugin } from './modules/sessions/index.ts';
 import { streamsPlugin } from './modules/streams/index.ts';
 import { tailPlugin } from './modules/tail/index.ts';
 import { TenantExport, tenantExportPlugin } from './modules/tenant-export/index.ts';
@@ -285,6 +286,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     exporter: new TenantExport({ auth: services.auth, sessions, events }),
   });
   await app.register(alertsPlugin, { alerts: services.alerts });
+  await app.register(playersPlugin, {
+    players: services.players,
+    sessionSchema: SessionSchema,
+    requireTenant: (tenantId) => services.auth.requireTenant(tenantId),
+    publicUrl: config.publicUrl,
+  });
   await app.register(tailPlugin, {
     tail: services.tail,
     hasSession: async (tenantId, sessionId) => (await sessions.findForTenant(tenantId, sessionId)) !== null,

@@ -13,6 +13,7 @@ import { AlertsService } from './modules/alerts/index.ts';
 import { type AuthService, createAuth, KeyRing, type OperatorToken } from './modules/auth/index.ts';
 import { CommandBatches, CommandDelivery, CommandsService } from './modules/commands/index.ts';
 import { EventRetention, EventsService } from './modules/events/index.ts';
+import { PlayersService } from './modules/players/index.ts';
 import { RealtimeHub } from './modules/realtime/index.ts';
 import { createRewards, type Rewards } from './modules/rewards/index.ts';
 import { ScreenshotsService } from './modules/screenshots/index.ts';
@@ -65,6 +66,8 @@ export interface Services {
   blobs: BlobStore;
   /** Device screenshots (CONTRACT §14): the image in `blobs`, its Screenshot event through `events`. */
   screenshots: ScreenshotsService;
+  /** Players' data (CONTRACT §16): their sessions, export, erasure and the audit log. */
+  players: PlayersService;
   /** Where modules write webhook messages, in the transaction of the fact they report. */
   outbox: Outbox;
   /** Periodic jobs and self-paced workers, started with the server (see jobs.ts). */
@@ -179,6 +182,34 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       maxBytes: config.screenshots.maxBytes,
     });
 
+    const players = new PlayersService(
+      storage,
+      clock,
+      webhooks.outbox,
+      {
+        sessions: {
+          playerPage: async (tenantId, playerId, page) => {
+            const { rows, ...meta } = await sessions.list({ tenantId, playerId }, page);
+            return { items: await sessions.views(rows), ...meta };
+          },
+          erasePlayerIn: (trx, tenantId, playerId, upTo, limit) =>
+            sessions.erasePlayerIn(trx, tenantId, playerId, upTo, limit),
+        },
+        events,
+        commands: {
+          commandPage: async (sessionId, page) => {
+            const { commands: items, nextCursor } = await commands.list(sessionId, page);
+            return { items, nextCursor };
+          },
+        },
+        screenshots,
+        claims: rewards.claims,
+        tokens: auth,
+      },
+      logger,
+      config.erasure,
+    );
+
     const services: Services = {
       config,
       clock,
@@ -207,6 +238,7 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
       rewards,
       blobs,
       screenshots,
+      players,
       outbox: webhooks.outbox,
       jobs: [],
       workers: webhooks.workers(),

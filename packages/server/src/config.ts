@@ -31,6 +31,8 @@ export interface Config {
   /** The live tail (CONTRACT §11): how often new events are read, keep-alive comments, slow readers. */
   tail: { pollMs: number; keepAliveMs: number; maxBufferedBytes: number };
   commandSweepIntervalMs: number;
+  /** Players' erasures (CONTRACT §16): how often the job runs, and the least time before one completes. */
+  erasure: { intervalMs: number; graceMs: number };
   wsMaxMessageBytes: number;
   /** Unprocessed messages of one device socket at which the server stops reading it (resumes at half). */
   wsPausePending: number;
@@ -308,6 +310,11 @@ export function loadConfig(env: Env = process.env): Config {
       maxBufferedBytes: int(env, 'LIVELINE_TAIL_MAX_BUFFER_BYTES', 4 * 1024 * 1024, 4096, 1024 * 1024 * 1024),
     },
     commandSweepIntervalMs: int(env, 'LIVELINE_COMMAND_SWEEP_MS', 1000, 50, 60000),
+    // Job every 5 s, done no sooner than 10 s after the request: within the contract's 60 s.
+    erasure: {
+      intervalMs: int(env, 'LIVELINE_ERASURE_INTERVAL_MS', 5000, 50, 20_000),
+      graceMs: int(env, 'LIVELINE_ERASURE_GRACE_MS', 10_000, 0, 30_000),
+    },
     wsMaxMessageBytes: int(env, 'LIVELINE_WS_MAX_MESSAGE_BYTES', 256 * 1024, 1024, 64 * 1024 * 1024),
     wsPausePending,
     wsMaxPending,

@@ -81,6 +81,7 @@ export function jobsOf({
   auth,
   retention,
   screenshots,
+  players,
   logger,
 }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
@@ -125,5 +126,7 @@ export function jobsOf({
     eventRetentionJob(retention, logger),
     // Screenshot uploads whose event never committed (a crash in between) lose their blob after an hour.
     screenshotOrphansJob(screenshots, logger),
+    // Erased players' rows go in small batches; an erasure completes after a pass that finds nothing.
+    players.job(),
   ];
 }

@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './storage/index.ts';
 
-/** The webhook message types of CONTRACT §6 (and §13's alerts, §16's operational ones). */
+/** The webhook message types of CONTRACT §6 (and §13's alerts, §16's `player.erased` and operational ones). */
 export type OutboxType =
   | 'session.event'
   | 'reward.claimed'
   | 'reward.verified'
   | 'alert.triggered'
   | 'alert.resolved'
+  | 'player.erased'
   // Written by the webhooks module itself, about the tenant's endpoints (opt-in: `types` names them).
   | 'webhook.endpoint.disabled'
   | 'webhook.endpoint.recovered';

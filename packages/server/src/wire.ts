@@ -160,9 +160,11 @@ export function wire(s: Services) {
   bus.subscribe((message) => {
     if (message.type === 'endpoints.changed' && message.origin !== bus.nodeId)
       webhooks.changedElsewhere(message.tenantId);
-    // A session ended here or on another process: its remembered row goes.
-    if (message.type === 'close' && message.code === CLOSE.sessionEnded)
+    // A session ended (or was erased: 4003) here or on another process: its remembered row goes.
+    if (message.type === 'close' && (message.code === CLOSE.sessionEnded || message.code === CLOSE.forbidden))
       liveSessions.forget(message.sessionId);
+    // An erased session's live tails end (a reader coming back gets 404).
+    if (message.type === 'close' && message.code === CLOSE.forbidden) tail.closeSession(message.sessionId);
   });
   // Revocations and key rotations (CONTRACT §15) reach every process; sockets of revoked tokens close (4003).
   auth.onChange((change) => bus.publish({ type: 'auth.changed', origin: bus.nodeId, change }));
@@ -249,6 +251,42 @@ export function wire(s: Services) {
       alerts.changedElsewhere(message.tenantId);
   });
   bus.onResync(() => alerts.changedElsewhere(null));
+
+  wireErasure(s);
+}
+
+/**
+ * Players' erasure (CONTRACT §16): each module deletes what it keeps of the erased sessions, in
+ * batches, when the erasure job asks (images before their events: the blob, then the row); claims
+ * lose the player; unsent webhook deliveries naming the sessions or the player go. The erased
+ * sessions close everywhere with 4003 and every process forgets them (the bus `close`).
+ */
+export function wireErasure(s: Services) {
+  const { players, screenshots, events, commands, streams, alerts, webhooks, rewards, bus } = s;
+  players.addEraser('screenshots', (scope, limit) => screenshots.eraseSessions(scope.sessionIds, limit));
+  players.addEraser('events', (scope, limit) => events.eraseSessions(scope.sessionIds, limit));
+  players.addEraser('commands', (scope, limit) => commands.eraseSessions(scope.sessionIds, limit));
+  players.addEraser('streams', (scope, limit) => streams.eraseSessions(scope, limit));
+  players.addEraser('alerts', (scope, limit) => alerts.eraseSessions(scope.sessionIds, limit));
+  players.addEraser('webhooks', (scope, limit) =>
+    webhooks.eraseUnsent(
+      scope.tenantId,
+      [...scope.sessionIds, `"playerId":${JSON.stringify(scope.playerId)}`],
+      limit,
+    ),
+  );
+  players.addEraser('claims', (scope, limit) =>
+    rewards.claims.erasePlayer(scope.tenantId, scope.playerId, limit),
+  );
+  players.onErased(async ({ sessionIds }) => {
+    for (const sessionId of sessionIds)
+      await bus.publish({
+        type: 'close',
+        sessionId,
+        code: CLOSE.forbidden,
+        reason: "the player's data was erased",
+      });
+  });
 }
 
 function presenceOf(session: SessionRow, kind: PresenceChange['kind'], at: number): PresenceChange {

@@ -66,7 +66,9 @@ export type WebhookMessage =
     }
   | { type: 'webhook.endpoint.disabled'; timestamp: string; data: EndpointDisabledData }
   | { type: 'webhook.endpoint.recovered'; timestamp: string; data: EndpointRecoveredData }
-  | { type: 'webhook.test'; timestamp: string; data: { webhookId: string; message: string } };
+  | { type: 'webhook.test'; timestamp: string; data: { webhookId: string; message: string } }
+  /** A player's data was erased (CONTRACT §16): everything of theirs is gone within 60 s of `erasedAt`. */
+  | { type: 'player.erased'; timestamp: string; data: { playerId: string; erasedAt: number } };
 
 export type WebhookType = WebhookMessage['type'];
 

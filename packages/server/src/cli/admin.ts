@@ -9,6 +9,7 @@ import {
   type ConnectionOptions,
   resolveConnection,
 } from './admin-client.ts';
+import { registerPlayerCommands } from './admin-players.ts';
 import { CliError } from './errors.ts';
 import { fields, json, table, time } from './format.ts';
 
@@ -325,22 +326,24 @@ class LastLine extends Transform {
     done(null, chunk);
   }
 
-  /** The export's summary, or null when its last line is not `{"kind":"end",...}` (a cut export). */
-  summary(): { sessions: number; events: number } | null {
+  /** The last line parsed, when it is the `{"kind":"end",...}` line; null otherwise (a cut export). */
+  endLine(): Record<string, unknown> | null {
     const lines = this.tail.split('\n').filter(Boolean);
     try {
-      const last = JSON.parse(lines[lines.length - 1] ?? '') as {
-        kind?: unknown;
-        sessions?: unknown;
-        events?: unknown;
-      };
-      if (last.kind === 'end' && typeof last.sessions === 'number' && typeof last.events === 'number')
-        return { sessions: last.sessions, events: last.events };
+      const last = JSON.parse(lines[lines.length - 1] ?? '') as Record<string, unknown> | null;
+      if (last !== null && typeof last === 'object' && last.kind === 'end') return last;
     } catch {
       // not JSON: cut short
     }
     return null;
   }
+}
+
+/** A tenant export's counts, from its end line. */
+function tenantSummary(end: Record<string, unknown>): { sessions: number; events: number } | null {
+  return typeof end.sessions === 'number' && typeof end.events === 'number'
+    ? { sessions: end.sessions, events: end.events }
+    : null;
 }
 
 /** `--since`: an RFC 3339 time, passed on as the server reads it; checked here for a clear message. */
@@ -356,18 +359,56 @@ function parseSince(value: string): string {
   return value;
 }
 
-/** Downloads the export into `sink`; the counts of its end line, or a CliError when the line is missing. */
-async function download(conn: Connection, apiPath: string, sink: Writable, end: boolean) {
+/**
+ * Downloads an NDJSON export into `sink`; `summary` reads its end line. A CliError when the end line is
+ * missing (or not what `summary` expects): the export is incomplete.
+ */
+export async function download<T>(
+  conn: Connection,
+  apiPath: string,
+  sink: Writable,
+  end: boolean,
+  summary: (end: Record<string, unknown>) => T | null,
+): Promise<T> {
   const tail = new LastLine();
   tail.pipe(sink, { end });
   await adminDownload(conn, apiPath, tail);
   // Every byte handed on to the sink (and, for a file, written) before the end line is checked.
   await finished(tail);
   if (end) await finished(sink);
-  const summary = tail.summary();
-  if (!summary)
+  const last = tail.endLine();
+  const result = last && summary(last);
+  if (!result)
     throw new CliError('incomplete_export', 'The export ended without its end line: it is incomplete.');
-  return summary;
+  return result;
+}
+
+/**
+ * Writes an export to `out` (beside it, renamed once complete: a cut export never looks like a whole
+ * one) or, without `out`, to standard output.
+ */
+export async function downloadTo<T>(
+  conn: Connection,
+  apiPath: string,
+  out: string | undefined,
+  summary: (end: Record<string, unknown>) => T | null,
+): Promise<T> {
+  if (out === undefined) return download(conn, apiPath, process.stdout, false, summary);
+  const partial = `${out}.partial`;
+  try {
+    const result = await download(
+      conn,
+      apiPath,
+      fs.createWriteStream(partial, { flags: 'w' }),
+      true,
+      summary,
+    );
+    fs.renameSync(partial, out);
+    return result;
+  } catch (err) {
+    fs.rmSync(partial, { force: true });
+    throw err;
+  }
 }
 
 function registerExportCommand(admin: Command) {
@@ -382,23 +423,14 @@ function registerExportCommand(admin: Command) {
     const conn = resolveConnection(opts);
     const query = opts.since === undefined ? '' : `?since=${encodeURIComponent(opts.since)}`;
     const apiPath = `/admin/v1/tenants/${seg(opts.tenant)}/export${query}`;
+    const summary = await downloadTo(conn, apiPath, opts.out, tenantSummary);
     if (opts.out === undefined) {
-      const summary = await download(conn, apiPath, process.stdout, false);
       process.stderr.write(`Exported ${summary.sessions} sessions and ${summary.events} events.\n`);
       return;
     }
-    // Written beside the target and renamed once complete: a cut export never looks like a whole one.
-    const partial = `${opts.out}.partial`;
-    try {
-      const summary = await download(conn, apiPath, fs.createWriteStream(partial, { flags: 'w' }), true);
-      fs.renameSync(partial, opts.out);
-      const line = `Exported ${summary.sessions} sessions and ${summary.events} events to ${opts.out}.\n`;
-      if (opts.json) out(json({ ...summary, out: opts.out }));
-      else process.stderr.write(line);
-    } catch (err) {
-      fs.rmSync(partial, { force: true });
-      throw err;
-    }
+    const line = `Exported ${summary.sessions} sessions and ${summary.events} events to ${opts.out}.\n`;
+    if (opts.json) out(json({ ...summary, out: opts.out }));
+    else process.stderr.write(line);
   });
 }
 
@@ -413,4 +445,5 @@ export function registerAdmin(program: Command) {
   registerClientCommands(admin);
   registerKeyCommands(admin);
   registerExportCommand(admin);
+  registerPlayerCommands(admin, withConnection);
 }

@@ -31,6 +31,7 @@ const SCOPE_DESCRIPTIONS: Record<string, string> = {
   'tokens:issue': 'Mint device tokens for players.',
   'webhooks:manage': 'Register and manage webhook endpoints.',
   'campaigns:manage': 'Manage campaigns and challenges; read player progress.',
+  'players:manage': "A player's data: list their sessions, export it, erase it (GDPR access and erasure).",
 };
 
 const RFC8725 =

@@ -29,6 +29,9 @@ export interface Database {
   alert_states: AlertStatesTable;
   alert_incidents: AlertIncidentsTable;
   screenshots: ScreenshotsTable;
+  player_erasures: PlayerErasuresTable;
+  player_erasure_sessions: PlayerErasureSessionsTable;
+  audit_log: AuditLogTable;
 }
 
 export interface ServerKeysTable {
@@ -294,7 +297,8 @@ export interface ClaimsTable {
   tenant_id: string;
   campaign_id: string;
   challenge_id: string;
-  player_id: string;
+  /** Null once the player's data was erased (migration 016): the claim and its codes stay. */
+  player_id: string | null;
   reward_code: string;
   /** `XXXX-XXXX`, unique. */
   display_code: string;
@@ -369,4 +373,42 @@ export interface ScreenshotsTable {
   height: number;
   size_bytes: number;
   created_at: number;
+}
+
+/** A player's erasure (migration 016, CONTRACT §16): pending until the job has deleted everything. */
+export interface PlayerErasuresTable {
+  erasure_id: string;
+  tenant_id: string;
+  player_id: string;
+  erased_at: number;
+  /** `operator`, or the client id of the tenant token that asked. */
+  actor: string;
+  /** pending | done */
+  state: string;
+  /** JSON text of what was deleted, per kind (filled as the job goes). */
+  counts: string | null;
+  completed_at: number | null;
+  /** A process working on it holds it until then; 0 when free. */
+  lease_until: number;
+}
+
+/** The sessions an erasure deleted: the job's work list (their rows elsewhere go in batches). */
+export interface PlayerErasureSessionsTable {
+  erasure_id: string;
+  session_id: string;
+}
+
+/** What was done with a player's data, and by whom (migration 016): exports and erasures. */
+export interface AuditLogTable {
+  audit_id: string;
+  tenant_id: string;
+  /** player.export | player.erase */
+  action: string;
+  player_id: string;
+  actor: string;
+  at: number;
+  /** JSON text of the counts (an erasure's once it completed). */
+  counts: string | null;
+  /** The erasure this row records, so its counts are filled in when it completes. */
+  erasure_id: string | null;
 }

@@ -261,6 +261,21 @@ const cases: ListCase[] = [
     expect: sessionPage('sessions_tenant_cohort_started', ['tenant_id', 'tenant_cohort_id']),
   },
   {
+    name: 'GET /players/{id}/sessions',
+    run: (db) => sessions.listSessions(db, { tenantId: 't0', playerId: 'p0' }, page),
+    expect: sessionPage('sessions_tenant_player_started', ['tenant_id', 'player_id']),
+  },
+  {
+    name: 'GET /players/{id}/sessions?after=',
+    run: (db) =>
+      sessions.listSessions(
+        db,
+        { tenantId: 't0', playerId: 'p0' },
+        { ...page, after: cursor('started_at', T0 + 10_000_000, 's10000') },
+      ),
+    expect: sessionPage('sessions_tenant_player_started', ['tenant_id', 'player_id']),
+  },
+  {
     name: "a session's commands after a cursor",
     run: (db) =>
       commands.listCommands(db, 's0', {

@@ -59,6 +59,11 @@ export class AlertsService {
     return store.forgetSession(trx, sessionId);
   }
 
+  /** Erasure (the players module): up to `limit` states and incidents of these sessions; rows deleted. */
+  eraseSessions(sessionIds: string[], limit: number): Promise<number> {
+    return store.eraseSessions(this.storage.db, sessionIds, limit);
+  }
+
   /** Hears of every rule change made through this process (`wire.ts` tells the others over the bus). */
   onRulesChanged(listener: (tenantId: string) => void) {
     this.listeners.push(listener);

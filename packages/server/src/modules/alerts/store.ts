@@ -155,6 +155,39 @@ export async function forgetSession(db: Db, sessionId: string) {
   await db.deleteFrom('alert_incidents').where('session_id', '=', sessionId).execute();
 }
 
+/**
+ * Erasure (the players module): up to `limit` rule states and `limit` incidents of these sessions, in
+ * one transaction; how many rows went.
+ */
+export async function eraseSessions(db: Kysely<Database>, sessionIds: string[], limit: number) {
+  if (sessionIds.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const states = await trx
+      .selectFrom('alert_states')
+      .select(['session_id', 'alert_id'])
+      .where('session_id', 'in', sessionIds)
+      .limit(limit)
+      .execute();
+    for (const s of states)
+      await trx
+        .deleteFrom('alert_states')
+        .where('session_id', '=', s.session_id)
+        .where('alert_id', '=', s.alert_id)
+        .execute();
+    const incidents = (
+      await trx
+        .selectFrom('alert_incidents')
+        .select('incident_id')
+        .where('session_id', 'in', sessionIds)
+        .limit(limit)
+        .execute()
+    ).map((r) => r.incident_id);
+    if (incidents.length > 0)
+      await trx.deleteFrom('alert_incidents').where('incident_id', 'in', incidents).execute();
+    return states.length + incidents.length;
+  });
+}
+
 // --- incidents --------------------------------------------------------------------------------------
 
 export async function insertIncident(db: Db, row: IncidentRow) {

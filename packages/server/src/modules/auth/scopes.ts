@@ -5,6 +5,7 @@ export const SCOPES = [
   'tokens:issue',
   'webhooks:manage',
   'campaigns:manage',
+  'players:manage',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

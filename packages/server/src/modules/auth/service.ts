@@ -1,8 +1,9 @@
+import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
-import type { Storage } from '../../storage/index.ts';
+import type { Database, Storage } from '../../storage/index.ts';
 import { type ClientCredentials, decideGrant, type OAuthFailure, type TokenRequest } from './grant.ts';
 import type { KeyInfo, KeyRing } from './keys.ts';
 import { type OperatorToken, resolveOperatorToken } from './operator.ts';
@@ -302,6 +303,18 @@ export class AuthService {
     this.revocations.notePlayer(tenantId, playerId, revokedAt);
     await this.changed({ kind: 'player', tenantId, playerId, notBefore: revokedAt });
     return { playerId, revokedAt };
+  }
+
+  /**
+   * `revokePlayerTokens` written in the caller's transaction (a player's erasure); the returned
+   * function, called once it committed, applies it here and tells the other processes (sockets: 4003).
+   */
+  async revokePlayerTokensIn(trx: Kysely<Database>, tenantId: string, playerId: string, at: number) {
+    await store.revokePlayerTokensIn(trx, tenantId, playerId, at);
+    return async () => {
+      this.revocations.notePlayer(tenantId, playerId, at);
+      await this.changed({ kind: 'player', tenantId, playerId, notBefore: at });
+    };
   }
 
   // --- signing keys --------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
+import type { Kysely } from 'kysely';
 import { uuidv7 } from 'uuidv7';
 import type { PageRequest } from '../../http/pagination.ts';
 import { offsetOf } from '../../http/pagination.ts';
 import { digestSecret, generateSecret } from '../../secrets.ts';
-import type { Storage } from '../../storage/index.ts';
+import type { Database, Storage } from '../../storage/index.ts';
 import type { Scope } from './scopes.ts';
 
 export interface Tenant {
@@ -252,7 +253,17 @@ export async function revokePlayerTokens(
   playerId: string,
   notBefore: number,
 ) {
-  await storage.db
+  await revokePlayerTokensIn(storage.db, tenantId, playerId, notBefore);
+}
+
+/** `revokePlayerTokens` through `db` (the caller's transaction). */
+export async function revokePlayerTokensIn(
+  db: Kysely<Database>,
+  tenantId: string,
+  playerId: string,
+  notBefore: number,
+) {
+  await db
     .insertInto('player_token_revocations')
     .values({ tenant_id: tenantId, player_id: playerId, not_before: notBefore })
     .onConflict((oc) =>

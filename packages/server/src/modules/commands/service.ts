@@ -255,6 +255,11 @@ export class CommandsService {
   }
 
   /** The session is deleted (the sessions module's `onRemoving` hook): its commands go with it. */
+  /** Erasure (the players module): up to `limit` commands (and batch refusals) of these sessions; rows deleted. */
+  eraseSessions(sessionIds: string[], limit: number): Promise<number> {
+    return store.eraseSessionCommands(this.storage.db, sessionIds, limit);
+  }
+
   async forgetSession(trx: Kysely<Database>, sessionId: string) {
     await store.deleteSessionCommands(trx, sessionId);
   }

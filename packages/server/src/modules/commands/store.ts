@@ -360,3 +360,43 @@ export async function deleteSessionCommands(db: Kysely<Database>, sessionId: str
     .execute();
   await db.deleteFrom('commands').where('session_id', '=', sessionId).execute();
 }
+
+/**
+ * Erasure (the players module): deletes up to `limit` commands of these sessions (with their kept
+ * answers) and up to `limit` cohort-batch refusals naming them, in one transaction; how many rows went.
+ */
+export async function eraseSessionCommands(db: Kysely<Database>, sessionIds: string[], limit: number) {
+  if (sessionIds.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const ids = (
+      await trx
+        .selectFrom('commands')
+        .select('command_id')
+        .where('session_id', 'in', sessionIds)
+        .limit(limit)
+        .execute()
+    ).map((r) => r.command_id);
+    let deleted = 0;
+    if (ids.length > 0) {
+      const answers = await trx
+        .deleteFrom('command_answers')
+        .where('command_id', 'in', ids)
+        .executeTakeFirst();
+      const commands = await trx.deleteFrom('commands').where('command_id', 'in', ids).executeTakeFirst();
+      deleted += Number(answers.numDeletedRows) + Number(commands.numDeletedRows);
+    }
+    const refusals = await trx
+      .selectFrom('command_batch_refusals')
+      .select(['batch_id', 'session_id'])
+      .where('session_id', 'in', sessionIds)
+      .limit(limit)
+      .execute();
+    for (const r of refusals)
+      await trx
+        .deleteFrom('command_batch_refusals')
+        .where('batch_id', '=', r.batch_id)
+        .where('session_id', '=', r.session_id)
+        .execute();
+    return deleted + refusals.length;
+  });
+}

@@ -204,6 +204,11 @@ export class EventsService {
     return store.sessionEventPages(this.storage.db, sessionId);
   }
 
+  /** Erasure (the players module): deletes up to `limit` events of these sessions; how many went. */
+  eraseSessions(sessionIds: string[], limit: number): Promise<number> {
+    return store.eraseSessionEvents(this.storage.db, sessionIds, limit);
+  }
+
   /** A session's events as stored JSON text, one at a time, in order. */
   async *sessionEventBodies(sessionId: string) {
     for await (const page of this.sessionEventPages(sessionId)) yield* page;

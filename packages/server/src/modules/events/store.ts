@@ -70,3 +70,32 @@ export async function* sessionEventPages(db: Kysely<Database>, sessionId: string
     after = { timestamp: last.timestamp, id: last.event_id };
   }
 }
+
+/**
+ * Erasure (the players module): deletes up to `limit` events of these sessions, in one transaction
+ * (the keys read, then deleted through the primary key); how many went.
+ */
+export async function eraseSessionEvents(db: Kysely<Database>, sessionIds: string[], limit: number) {
+  if (sessionIds.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const keys = await trx
+      .selectFrom('events')
+      .select(['session_id', 'event_id'])
+      .where('session_id', 'in', sessionIds)
+      .limit(limit)
+      .execute();
+    const bySession = new Map<string, string[]>();
+    for (const k of keys) {
+      const ids = bySession.get(k.session_id) ?? [];
+      ids.push(k.event_id);
+      bySession.set(k.session_id, ids);
+    }
+    for (const [sessionId, eventIds] of bySession)
+      await trx
+        .deleteFrom('events')
+        .where('session_id', '=', sessionId)
+        .where('event_id', 'in', eventIds)
+        .execute();
+    return keys.length;
+  });
+}

@@ -40,6 +40,26 @@ export class ClaimsService {
     return this.deps.storage.db;
   }
 
+  /** A player's claims in claim id order after `afterId` (the player export), at most `limit`. */
+  async playerPage(tenantId: string, playerId: string, afterId: number, limit: number) {
+    const rows = await store.playerClaimsPage(this.db, tenantId, playerId, afterId, limit);
+    return rows.map((r) => ({
+      claimId: r.claim_id,
+      campaignId: r.campaign_id,
+      challengeId: r.challenge_id,
+      playerId: r.player_id,
+      rewardCode: r.reward_code,
+      displayCode: r.display_code,
+      claimedAt: r.claimed_at,
+      verifiedAt: r.verified_at,
+    }));
+  }
+
+  /** Erasure (the players module): up to `limit` of the player's claims lose their player id; how many. */
+  erasePlayer(tenantId: string, playerId: string, limit: number): Promise<number> {
+    return store.forgetClaimsPlayer(this.db, tenantId, playerId, limit);
+  }
+
   /**
    * The player's claim of a challenge: created once the rule is met (`created: true`), the same claim
    * on every later call. Concurrent claims meet at the unique index on (challenge, player): one

@@ -198,7 +198,9 @@ export const VerifyBody = Type.Object(
 export const VerifyAnswer = Type.Object({
   claimId: ClaimId,
   rewardCode: challengeFields.rewardCode,
-  playerId: PlayerIdParam,
+  playerId: Type.Union([PlayerIdParam, Type.Null()], {
+    description: "Null once the player's data was erased (the claim and its codes stay).",
+  }),
   claimedAt: Time,
   verifiedAt: Time,
   alreadyVerified: Type.Boolean(),

@@ -253,3 +253,35 @@ export async function markVerified(db: Db, claimId: number, now: number): Promis
 export async function findClaimById(db: Db, claimId: number) {
   return db.selectFrom('claims').selectAll().where('claim_id', '=', claimId).executeTakeFirstOrThrow();
 }
+
+/** A player's claims in claim id order after `afterId`, at most `limit` (`claims_player`, then sorted). */
+export function playerClaimsPage(db: Db, tenantId: string, playerId: string, afterId: number, limit: number) {
+  return db
+    .selectFrom('claims')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('player_id', '=', playerId)
+    .where('claim_id', '>', afterId)
+    .orderBy('claim_id')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Erasure: up to `limit` of the player's claims lose their player (null); the claim, its reward and
+ * codes stay, so a code handed out still verifies. How many changed.
+ */
+export async function forgetClaimsPlayer(db: Db, tenantId: string, playerId: string, limit: number) {
+  const ids = (
+    await db
+      .selectFrom('claims')
+      .select('claim_id')
+      .where('tenant_id', '=', tenantId)
+      .where('player_id', '=', playerId)
+      .limit(limit)
+      .execute()
+  ).map((r) => r.claim_id);
+  if (ids.length === 0) return 0;
+  await db.updateTable('claims').set({ player_id: null }).where('claim_id', 'in', ids).execute();
+  return ids.length;
+}

@@ -18,7 +18,8 @@ export interface VerifyInput {
 export interface Verification {
   claimId: number;
   rewardCode: string;
-  playerId: string;
+  /** Null once the player's data was erased. */
+  playerId: string | null;
   claimedAt: number;
   verifiedAt: number;
   alreadyVerified: boolean;

@@ -149,6 +149,28 @@ export class ScreenshotsService {
     return rows.length;
   }
 
+  /**
+   * Erasure (the players module): up to `limit` images of these sessions, stored or pending — blob,
+   * then row, as retention does; how many went. An upload finishing meanwhile finds its row gone and
+   * deletes its own blob (`upload`'s discard).
+   */
+  async eraseSessions(sessionIds: string[], limit: number): Promise<number> {
+    if (sessionIds.length === 0) return 0;
+    const rows = await store.ofSessions(this.storage.db, sessionIds, limit);
+    for (const row of rows) await this.blobs.delete(blobKey(row));
+    if (rows.length > 0)
+      await store.remove(
+        this.storage.db,
+        rows.map((r) => r.image_id),
+      );
+    return rows.length;
+  }
+
+  /** A session's stored images (the player export's references). */
+  ofSession(sessionId: string) {
+    return store.storedOfSession(this.storage.db, sessionId);
+  }
+
   /** Deletes uploads pending for more than an hour (their event never committed): blob, then row. */
   async sweepOrphans(): Promise<number> {
     let deleted = 0;

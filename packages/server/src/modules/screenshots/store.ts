@@ -68,3 +68,25 @@ export function removePending(db: Kysely<Database>, imageIds: string[]) {
     .where('event_id', 'is', null)
     .execute();
 }
+
+/** Up to `limit` images of these sessions, stored or pending (an erasure deletes them). */
+export function ofSessions(db: Kysely<Database>, sessionIds: string[], limit: number) {
+  return db
+    .selectFrom('screenshots')
+    .select(['image_id', 'tenant_id', 'session_id'])
+    .where('session_id', 'in', sessionIds)
+    .limit(limit)
+    .execute();
+}
+
+/** A session's stored images, oldest first (`screenshots_session`, then sorted: a session has few). */
+export function storedOfSession(db: Kysely<Database>, sessionId: string) {
+  return db
+    .selectFrom('screenshots')
+    .select(['image_id', 'session_id', 'width', 'height', 'created_at', 'content_type'])
+    .where('session_id', '=', sessionId)
+    .where('event_id', 'is not', null)
+    .orderBy('created_at')
+    .orderBy('image_id')
+    .execute();
+}

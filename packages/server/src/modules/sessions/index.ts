@@ -1,6 +1,6 @@
 export { LiveSessions } from './live-sessions.ts';
 export { type SessionsPluginOptions, sessionsPlugin } from './routes.ts';
-export { CohortId } from './schemas.ts';
+export { CohortId, SessionSchema } from './schemas.ts';
 export {
   type EndingHook,
   type EndOptions,

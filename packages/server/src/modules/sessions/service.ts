@@ -125,6 +125,26 @@ export class SessionsService {
     });
   }
 
+  /**
+   * Erasure (the players module), in the caller's transaction: deletes the player's sessions started
+   * at or before `upTo`, at most `limit` per statement, and returns their ids. Only the rows: what other
+   * modules keep of them goes later, in batches, by the erasure job; reads of them are 404 from now on.
+   */
+  async erasePlayerIn(
+    trx: Kysely<Database>,
+    tenantId: string,
+    playerId: string,
+    upTo: number,
+    limit: number,
+  ) {
+    const all: string[] = [];
+    for (;;) {
+      const ids = await store.deletePlayerSessions(trx, tenantId, playerId, upTo, limit);
+      all.push(...ids);
+      if (ids.length < limit) return all;
+    }
+  }
+
   /** Adds work to the transaction of every session's end. */
   onEnding(hook: EndingHook) {
     this.endingHooks.push(hook);

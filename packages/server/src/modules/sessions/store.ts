@@ -138,6 +138,8 @@ export function endIdleSession(db: Kysely<Database>, sessionId: string, cutoff: 
 export interface SessionFilter {
   tenantId: string;
   tenantCohortId?: string;
+  /** One player's sessions (`sessions_tenant_player_started`, migration 016). */
+  playerId?: string;
   /** Only live sessions seen at or after this time. */
   activeSince?: number;
 }
@@ -146,6 +148,7 @@ export interface SessionFilter {
 export function listSessions(db: Kysely<Database>, filter: SessionFilter, page: PageRequest) {
   let q = db.selectFrom('sessions').where('tenant_id', '=', filter.tenantId);
   if (filter.tenantCohortId !== undefined) q = q.where('tenant_cohort_id', '=', filter.tenantCohortId);
+  if (filter.playerId !== undefined) q = q.where('player_id', '=', filter.playerId);
   if (filter.activeSince !== undefined) {
     q = q.where('status', '=', 'live').where('last_seen_at', '>=', filter.activeSince);
   }
@@ -208,4 +211,29 @@ export function liveInCohort(db: Kysely<Database>, tenantId: string, tenantCohor
 export async function deleteSession(db: Kysely<Database>, sessionId: string): Promise<boolean> {
   const gone = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
   return Number(gone.numDeletedRows) > 0;
+}
+
+/**
+ * Erasure: deletes up to `limit` of a player's sessions started at or before `upTo`, in the caller's
+ * transaction (`sessions_tenant_player_started`); their ids.
+ */
+export async function deletePlayerSessions(
+  db: Kysely<Database>,
+  tenantId: string,
+  playerId: string,
+  upTo: number,
+  limit: number,
+): Promise<string[]> {
+  const ids = (
+    await db
+      .selectFrom('sessions')
+      .select('session_id')
+      .where('tenant_id', '=', tenantId)
+      .where('player_id', '=', playerId)
+      .where('started_at', '<=', upTo)
+      .limit(limit)
+      .execute()
+  ).map((r) => r.session_id);
+  if (ids.length > 0) await db.deleteFrom('sessions').where('session_id', 'in', ids).execute();
+  return ids;
 }

@@ -209,6 +209,14 @@ export class StreamsService {
   }
 
   /** The session is deleted (the sessions module's `onRemoving` hook): its stream state goes with it. */
+  /** Erasure (the players module): these sessions' stream state and up to `limit` intervals; rows deleted. */
+  eraseSessions(
+    scope: { tenantId: string; playerId: string; sessionIds: string[] },
+    limit: number,
+  ): Promise<number> {
+    return store.eraseSessionStreams(this.storage.db, scope, scope.sessionIds, limit);
+  }
+
   async forgetSession(trx: Kysely<Database>, sessionId: string) {
     await store.deleteSessionStreams(trx, sessionId);
   }

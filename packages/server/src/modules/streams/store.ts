@@ -216,3 +216,36 @@ export function playerIntervals(
 export async function deleteSessionStreams(db: Kysely<Database>, sessionId: string) {
   await db.deleteFrom('session_streams').where('session_id', '=', sessionId).execute();
 }
+
+/**
+ * Erasure (the players module): deletes these sessions' stream state and up to `limit` of their
+ * stream intervals, in one transaction; how many rows went.
+ */
+export async function eraseSessionStreams(
+  db: Kysely<Database>,
+  owner: { tenantId: string; playerId: string },
+  sessionIds: string[],
+  limit: number,
+) {
+  if (sessionIds.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const states = await trx
+      .deleteFrom('session_streams')
+      .where('session_id', 'in', sessionIds)
+      .executeTakeFirst();
+    const ids = (
+      await trx
+        .selectFrom('stream_intervals')
+        .select('streaming_session_id')
+        // Through `stream_intervals_player`: intervals have no index on their session.
+        .where('tenant_id', '=', owner.tenantId)
+        .where('player_id', '=', owner.playerId)
+        .where('session_id', 'in', sessionIds)
+        .limit(limit)
+        .execute()
+    ).map((r) => r.streaming_session_id);
+    if (ids.length > 0)
+      await trx.deleteFrom('stream_intervals').where('streaming_session_id', 'in', ids).execute();
+    return Number(states.numDeletedRows) + ids.length;
+  });
+}

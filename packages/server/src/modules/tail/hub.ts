@@ -166,6 +166,14 @@ export class TailHub {
     for (const reader of this.readers) if (refused(reader.principal)) this.end(reader);
   }
 
+  /**
+   * Ends the streams reading one session (its player's data was erased: on every process, from the
+   * bus). A reader that comes back is refused with 404, as the session is gone.
+   */
+  closeSession(sessionId: string) {
+    for (const reader of [...this.readers]) if (reader.scope.sessionId === sessionId) this.end(reader);
+  }
+
   /** Ends every stream (the server is stopping); no reader is taken after this. */
   close() {
     this.stopped = true;

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
+import { ndjsonResponse, sendNdjson } from '../../http/ndjson.ts';
 import { problems } from '../../http/problem.ts';
 import { problemResponses, Uuid } from '../../http/schemas.ts';
 import type { TenantExport } from './service.ts';
@@ -23,8 +24,6 @@ const ExportQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const NDJSON = 'application/x-ndjson';
 
 /** `since` as Unix ms (0 when absent), or a 400 for a time before 1970 or beyond what a Date holds. */
 function sinceOf(raw: string | undefined): number {
@@ -56,15 +55,7 @@ export const tenantExportPlugin: FastifyPluginAsync<TenantExportPluginOptions> =
         params: Type.Object({ tenantId: Uuid }, { additionalProperties: false }),
         querystring: ExportQuery,
         response: {
-          200: {
-            description: 'One JSON object per line; the last line is the `end` line with the counts.',
-            content: {
-              [NDJSON]: {
-                // Each line is a JSON object; the body has no bound (a tenant's whole history).
-                schema: Type.String({ maxLength: Number.MAX_SAFE_INTEGER }),
-              },
-            },
-          },
+          200: ndjsonResponse('One JSON object per line; the last line is the `end` line with the counts.'),
           ...problemResponses(400, 401, 403, 404),
         },
       },
@@ -72,13 +63,10 @@ export const tenantExportPlugin: FastifyPluginAsync<TenantExportPluginOptions> =
     async (request, reply) => {
       const since = sinceOf(request.query.since);
       await exporter.requireTenant(request.params.tenantId);
-      const lines = Readable.from(exporter.lines(request.params.tenantId, since), { objectMode: false });
-      // A failure after the first byte cannot become a problem document: the connection is cut, and
-      // the missing `end` line tells the reader the export is incomplete.
-      return reply
-        .type(NDJSON)
-        .header('cache-control', 'no-store')
-        .send(lines as never);
+      return sendNdjson(
+        reply,
+        Readable.from(exporter.lines(request.params.tenantId, since), { objectMode: false }),
+      );
     },
   );
 };

@@ -9,6 +9,7 @@ export const MESSAGE_TYPES = [
   'reward.verified',
   'alert.triggered',
   'alert.resolved',
+  'player.erased',
   ...OPERATIONAL_TYPES,
 ] as const;
 export const EVENT_TYPES = [...CLIENT_EVENT_TYPES, ...SERVER_EVENT_TYPES] as const;

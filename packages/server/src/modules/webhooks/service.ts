@@ -11,6 +11,7 @@ import { type Database, inSnapshot, type Storage } from '../../storage/index.ts'
 import { assertPublicHost, BlockedAddressError } from './address-guard.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { EndpointCache } from './endpoint-cache.ts';
+import { eraseUnsent } from './erase.ts';
 import { createWebhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { endpointDisabled } from './operational.ts';
 import { WebhookOutbox } from './outbox.ts';
@@ -191,6 +192,14 @@ export class WebhooksService {
     this.dispatcher = parts.dispatcher;
     this.retention = parts.retention;
     this.metrics = parts.metrics;
+  }
+
+  /**
+   * Erasure (the players module): the tenant's deliveries not yet sent, and fan-out messages, whose
+   * body names one of `needles`; at most about `limit` per call; how many went (`erase.ts`).
+   */
+  eraseUnsent(tenantId: string, needles: string[], limit: number): Promise<number> {
+    return eraseUnsent(this.storage.db, tenantId, needles, limit);
   }
 
   /** The dispatcher, which sends due deliveries: start it with the process, stop it before storage closes. */

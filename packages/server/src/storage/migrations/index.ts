@@ -14,6 +14,7 @@ import * as m012 from './012-event-tail.ts';
 import * as m013 from './013-command-batches.ts';
 import * as m014 from './014-alerts.ts';
 import * as m015 from './015-screenshots.ts';
+import * as m016 from './016-players.ts';
 import * as m017 from './017-webhook-outage.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
@@ -33,6 +34,7 @@ const all: Record<string, Migration> = {
   '013-command-batches': m013,
   '014-alerts': m014,
   '015-screenshots': m015,
+  '016-players': m016,
   '017-webhook-outage': m017,
 };
 
