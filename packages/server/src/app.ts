@@ -7,6 +7,7 @@ import { uuidv7 } from 'uuidv7';
 import type { Services } from './compose.ts';
 import { authPlugin } from './http/auth.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './http/errors.ts';
+import { isShed, loadSheddingPlugin, overloadOf } from './http/load-shedding.ts';
 import { metricsPlugin } from './http/metrics.ts';
 import {
   describeRoute,
@@ -123,7 +124,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // An API route without query parameters takes none: an unknown one is a 400, not ignored.
     if (!route.schema.querystring) route.schema = { ...route.schema, querystring: noQuery(auth) };
     // Who may call it, and the answers every API route can give, for the OpenAPI document.
-    route.schema = describeRoute(route.schema, auth);
+    route.schema = describeRoute(route.schema, auth, isShed(route.url));
   });
 
   await app.register(swagger, {
@@ -159,6 +160,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         done();
       });
     },
+  });
+  // After websocket (a refused upgrade's socket is destroyed) and before auth: a shed request costs
+  // no token check and no rate-limit count.
+  await app.register(loadSheddingPlugin, {
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    metrics: ctx.metrics,
   });
   await app.register(authPlugin, { auth: services.auth });
 
@@ -210,10 +217,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         summary:
           'Storage is reachable. With REDIS_URL, `redis` says whether this process reaches Redis and has ' +
           'rejoined the others (subscribed again, its presence re-written); ' +
-          'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1).',
+          'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1). ' +
+          '503 `overloaded` (with `Retry-After`) while the process sheds load (CONTRACT §16), ' +
+          '503 `unavailable` when storage is not reachable.',
       },
     },
     async () => {
+      const overload = overloadOf(app);
+      if (overload) throw overload;
       try {
         await ctx.storage.ping();
       } catch {
