@@ -34,6 +34,7 @@ import { streamsPlugin } from './modules/streams/index.ts';
 import { tailPlugin } from './modules/tail/index.ts';
 import { TenantExport, tenantExportPlugin } from './modules/tenant-export/index.ts';
 import { webhooksPlugin } from './modules/webhooks/index.ts';
+import { registerTracing, type Tracing } from './tracing.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -56,7 +57,10 @@ function rateLimitKey(request: FastifyRequest): string {
 }
 
 /** The HTTP face of the services: shared infrastructure, then one plugin per module with what it uses. */
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+export async function buildApp(
+  services: Services,
+  options: { tracing?: Tracing | null } = {},
+): Promise<FastifyInstance> {
   const ctx = services;
   const { config, sessions, events, streams, commands, hub, clock } = services;
   const app = Fastify({
@@ -85,6 +89,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
   });
+  // Before every hook and route, so each request has its span (when tracing is on).
+  await registerTracing(app, options.tracing);
   // JSON only (and form bodies on /oauth/token): anything else is a 415.
   app.removeContentTypeParser('text/plain');
   // An empty JSON body is no body at all (some clients send the header anyway).
