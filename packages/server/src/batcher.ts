@@ -92,20 +92,26 @@ export class Batcher<T, R> {
   }
 
   /**
-   * One span per batch while tracing: a child of the first submitter's span (its request shows the
-   * commit it waited for), linked to the other submitters' spans, which shared it.
+   * One span per batch while tracing: a child of the first traced submitter's span (its request
+   * shows the commit it waited for), linked to the other traced submitters' spans, which shared it.
    */
   private traced(tracer: Tracer, batch: Waiting<T, R>[]): Promise<R[]> {
+    let parent: Context | undefined;
     const links: Link[] = [];
-    for (let i = 1; i < batch.length && links.length < MAX_LINKS; i++) {
-      const span = batch[i].context && trace.getSpan(batch[i].context as Context);
-      if (span) links.push({ context: span.spanContext() });
+    for (const waiting of batch) {
+      const span = waiting.context && trace.getSpan(waiting.context);
+      if (!span?.isRecording()) continue;
+      if (!parent) parent = waiting.context;
+      else if (links.length < MAX_LINKS) links.push({ context: span.spanContext() });
     }
+    const write = () => this.write(batch.map((b) => b.item));
+    // No traced submitter (a job's write, requests the sampler left out): no span.
+    if (!parent) return write();
     return inSpan(
       tracer,
       this.spanName,
-      { attributes: { 'liveline.batch.size': batch.length }, links, parent: batch[0].context },
-      () => this.write(batch.map((b) => b.item)),
+      { attributes: { 'liveline.batch.size': batch.length }, links, parent },
+      write,
     );
   }
 

@@ -1,5 +1,5 @@
 import type { LogEvent } from 'kysely';
-import { activeTracer, failed, inSpan } from '../tracing.ts';
+import { activeTracer, failed, inSpan, tracerInSpan } from '../tracing.ts';
 import type { DialectName, Storage } from './storage.ts';
 
 /** `db.system.name` of the semantic conventions. */
@@ -12,15 +12,15 @@ const OPERATION = /^\s*(\w+)/;
 const TABLE = /\b(?:from|into|update|join)\s+"?(\w+)"?/i;
 
 /**
- * Kysely's query log as spans, one per SQL statement (BEGIN and COMMIT included), when tracing is on
- * as the store opens; undefined (no log, so Kysely times nothing) when it is off. Kysely calls the
+ * Kysely's query log as spans, one per SQL statement (BEGIN and COMMIT included) run inside a traced
+ * span (tracing.ts `tracerInSpan`), when tracing is on as the store opens; undefined (no log, so Kysely times nothing) when it is off. Kysely calls the
  * log in the query's own async flow once it has answered, so the span is a child of whatever span
  * ran the query and starts `queryDurationMillis` before the log call.
  */
 export function queryLog(dialect: DialectName): ((event: LogEvent) => void) | undefined {
   if (!activeTracer()) return undefined;
   return (event) => {
-    const tracer = activeTracer();
+    const tracer = tracerInSpan();
     if (!tracer) return;
     const end = performance.timeOrigin + performance.now();
     const text = event.query.sql;
@@ -46,13 +46,14 @@ export function queryLog(dialect: DialectName): ((event: LogEvent) => void) | un
  * store opens; `storage` itself when it is off.
  */
 export function traceStorage(storage: Storage): Storage {
-  const tracer = activeTracer();
-  if (!tracer) return storage;
+  if (!activeTracer()) return storage;
   const atomically = storage.atomically;
   return {
     ...storage,
-    atomically: (statements) =>
-      inSpan(
+    atomically: (statements) => {
+      const tracer = tracerInSpan();
+      if (!tracer) return atomically(statements);
+      return inSpan(
         tracer,
         `${storage.dialect} transaction`,
         {
@@ -63,6 +64,7 @@ export function traceStorage(storage: Storage): Storage {
           },
         },
         () => atomically(statements),
-      ),
+      );
+    },
   };
 }
