@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const benches = ['ingest.ts', 'commands.ts', 'queries.ts', 'sqlite-event-loop.ts', 'fuzz.ts'];
+const benches = ['ingest.ts', 'commands.ts', 'tracing.ts', 'queries.ts', 'sqlite-event-loop.ts', 'fuzz.ts'];
 /** Benchmarks of the SQLite driver itself, in one process without a server: run once. */
 const sqliteOnly = new Set(['sqlite-event-loop.ts']);
 const backends = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];

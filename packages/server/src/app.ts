@@ -7,6 +7,7 @@ import { uuidv7 } from 'uuidv7';
 import type { Services } from './compose.ts';
 import { authPlugin } from './http/auth.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './http/errors.ts';
+import { isShed, loadSheddingPlugin, overloadOf } from './http/load-shedding.ts';
 import { metricsPlugin } from './http/metrics.ts';
 import {
   describeRoute,
@@ -34,6 +35,7 @@ import { streamsPlugin } from './modules/streams/index.ts';
 import { tailPlugin } from './modules/tail/index.ts';
 import { TenantExport, tenantExportPlugin } from './modules/tenant-export/index.ts';
 import { webhooksPlugin } from './modules/webhooks/index.ts';
+import { registerTracing, type Tracing } from './tracing.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -56,7 +58,10 @@ function rateLimitKey(request: FastifyRequest): string {
 }
 
 /** The HTTP face of the services: shared infrastructure, then one plugin per module with what it uses. */
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+export async function buildApp(
+  services: Services,
+  options: { tracing?: Tracing | null } = {},
+): Promise<FastifyInstance> {
   const ctx = services;
   const { config, sessions, events, streams, commands, hub, clock } = services;
   const app = Fastify({
@@ -85,6 +90,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
   });
+  // Before every hook and route, so each request has its span (when tracing is on).
+  await registerTracing(app, options.tracing);
   // JSON only (and form bodies on /oauth/token): anything else is a 415.
   app.removeContentTypeParser('text/plain');
   // An empty JSON body is no body at all (some clients send the header anyway).
@@ -124,7 +131,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // An API route without query parameters takes none: an unknown one is a 400, not ignored.
     if (!route.schema.querystring) route.schema = { ...route.schema, querystring: noQuery(auth) };
     // Who may call it, and the answers every API route can give, for the OpenAPI document.
-    route.schema = describeRoute(route.schema, auth);
+    route.schema = describeRoute(route.schema, auth, isShed(route.url));
   });
 
   await app.register(swagger, {
@@ -160,6 +167,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         done();
       });
     },
+  });
+  // After websocket (a refused upgrade's socket is destroyed) and before auth: a shed request costs
+  // no token check and no rate-limit count.
+  await app.register(loadSheddingPlugin, {
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    metrics: ctx.metrics,
   });
   await app.register(authPlugin, { auth: services.auth });
 
@@ -211,10 +224,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         summary:
           'Storage is reachable. With REDIS_URL, `redis` says whether this process reaches Redis and has ' +
           'rejoined the others (subscribed again, its presence re-written); ' +
-          'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1).',
+          'a process without Redis still serves its own sockets, so it stays ready (CONTRACT §9.1). ' +
+          '503 `overloaded` (with `Retry-After`) while the process sheds load (CONTRACT §16), ' +
+          '503 `unavailable` when storage is not reachable.',
       },
     },
     async () => {
+      const overload = overloadOf(app);
+      if (overload) throw overload;
       try {
         await ctx.storage.ping();
       } catch {

@@ -1,4 +1,9 @@
+import { type Context, context, type Link, type Tracer, trace } from '@opentelemetry/api';
+import { activeTracer, inSpan } from './tracing.ts';
+
 export interface BatcherOptions<T> {
+  /** The span of each batch while tracing (tracing.ts), e.g. `events group commit`. */
+  name?: string;
   /** Most items one batch takes (default 1000). */
   maxBatch?: number;
   /** With `weight`: a batch stops growing past this total weight (its first item always goes). */
@@ -15,9 +20,14 @@ export interface BatcherOptions<T> {
 
 interface Waiting<T, R> {
   item: T;
+  /** The submitter's trace context, kept only while tracing. */
+  context?: Context;
   resolve: (r: R) => void;
   reject: (e: unknown) => void;
 }
+
+/** Links a batch's span keeps to the spans of the requests that shared it. */
+const MAX_LINKS = 128;
 
 /**
  * Group commit, the one queue every small durable write goes through (event batches, command
@@ -29,12 +39,15 @@ export class Batcher<T, R> {
   private queue: Waiting<T, R>[] = [];
   private inFlight = 0;
   private readonly options: Required<Omit<BatcherOptions<T>, 'weight'>> & Pick<BatcherOptions<T>, 'weight'>;
+  private readonly spanName: string;
 
   constructor(
     private readonly write: (items: T[]) => Promise<R[]>,
     options: BatcherOptions<T> = {},
   ) {
+    this.spanName = options.name ?? 'group commit';
     this.options = {
+      name: this.spanName,
       maxBatch: 1000,
       maxWeight: Number.POSITIVE_INFINITY,
       concurrency: 1,
@@ -45,7 +58,10 @@ export class Batcher<T, R> {
 
   submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      const tracing = activeTracer() !== null;
+      this.queue.push(
+        tracing ? { item, resolve, reject, context: context.active() } : { item, resolve, reject },
+      );
       this.pump();
     });
   }
@@ -75,9 +91,34 @@ export class Batcher<T, R> {
     return this.queue.splice(0, n);
   }
 
+  /**
+   * One span per batch while tracing: a child of the first traced submitter's span (its request
+   * shows the commit it waited for), linked to the other traced submitters' spans, which shared it.
+   */
+  private traced(tracer: Tracer, batch: Waiting<T, R>[]): Promise<R[]> {
+    let parent: Context | undefined;
+    const links: Link[] = [];
+    for (const waiting of batch) {
+      const span = waiting.context && trace.getSpan(waiting.context);
+      if (!span?.isRecording()) continue;
+      if (!parent) parent = waiting.context;
+      else if (links.length < MAX_LINKS) links.push({ context: span.spanContext() });
+    }
+    const write = () => this.write(batch.map((b) => b.item));
+    // No traced submitter (a job's write, requests the sampler left out): no span.
+    if (!parent) return write();
+    return inSpan(
+      tracer,
+      this.spanName,
+      { attributes: { 'liveline.batch.size': batch.length }, links, parent },
+      write,
+    );
+  }
+
   private async flush(batch: Waiting<T, R>[]) {
     try {
-      const results = await this.write(batch.map((b) => b.item));
+      const tracer = activeTracer();
+      const results = tracer ? await this.traced(tracer, batch) : await this.write(batch.map((b) => b.item));
       batch.forEach((b, i) => {
         b.resolve(results[i]);
       });

@@ -59,10 +59,25 @@ export interface Config {
    */
   trustProxy: TrustProxy;
   shutdownTimeoutMs: number;
+  /**
+   * Load shedding (CONTRACT §16): past this event-loop delay, in milliseconds, new API requests are
+   * answered 503 `overloaded` and `/readyz` turns 503 (docs/operations.md, "Load shedding"); 0: never.
+   */
+  maxEventLoopDelayMs: number;
+  /** OpenTelemetry tracing (docs/operations.md, "Tracing"); null: off, nothing installed. */
+  tracing: TracingConfig | null;
   webhooks: WebhookConfig;
   rewards: RewardsConfig;
   quotas: QuotaConfig;
   screenshots: ScreenshotConfig;
+}
+
+/** Tracing over OTLP, on when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces-only variant) is set. */
+export interface TracingConfig {
+  /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  tracesUrl: string;
+  /** OTEL_SERVICE_NAME (default `liveline`). */
+  serviceName: string;
 }
 
 /** Screenshots (CONTRACT §14) and where their images live (docs/configuration.md, "Screenshots"). */
@@ -252,6 +267,24 @@ function loadWebhookConfig(env: Env): WebhookConfig {
   };
 }
 
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (the base: the exporter posts to `<base>/v1/traces`) or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the full URL), as the OpenTelemetry specification reads them.
+ * The exporter reads OTEL_EXPORTER_OTLP_HEADERS and the other OTLP settings itself.
+ */
+function tracing(env: Env): TracingConfig | null {
+  const traces = str(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const base = str(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const name = traces ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const url = traces ?? base;
+  if (url === null) return null;
+  if (!/^https?:\/\/[^/]/.test(url)) throw new ConfigError(`${name} must be an http(s) URL, got "${url}"`);
+  return {
+    tracesUrl: traces ?? `${url.replace(/\/+$/, '')}/v1/traces`,
+    serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'liveline',
+  };
+}
+
 function publicUrl(env: Env): string | null {
   const raw = str(env, 'LIVELINE_PUBLIC_URL');
   const problem = raw === null ? null : publicUrlProblem(raw);
@@ -329,6 +362,8 @@ export function loadConfig(env: Env = process.env): Config {
     tokenFailuresPerMinute: int(env, 'LIVELINE_TOKEN_FAILURES_PER_MINUTE', 10, 0, 1_000_000),
     trustProxy: trustProxy(env),
     shutdownTimeoutMs: int(env, 'LIVELINE_SHUTDOWN_TIMEOUT_MS', 10000, 100, 600000),
+    maxEventLoopDelayMs: int(env, 'LIVELINE_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 600_000),
+    tracing: tracing(env),
     webhooks: loadWebhookConfig(env),
     rewards: {
       importLimitBytes: int(env, 'LIVELINE_IMPORT_LIMIT_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -5,6 +5,7 @@ import { type Clock, systemClock } from './clock.ts';
 import { compose, type Services } from './compose.ts';
 import type { Config } from './config.ts';
 import { Scheduler } from './jobs.ts';
+import { setupTracing, type TracingOptions } from './tracing.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -31,16 +32,27 @@ export function createLogger(level: string): Logger {
   });
 }
 
-/** Composes the services, builds the app, starts the jobs and listens. */
+/**
+ * Sets up tracing (when on: it must be there before the store and the app are built), composes the
+ * services, builds the app, starts the jobs and listens. `spanProcessor` (tracing.ts) turns tracing on
+ * with finished spans going there instead of to OTLP: for tests and benches.
+ */
 export async function startServer(
   config: Config,
-  options: { clock?: Clock; logger?: Logger } = {},
+  options: { clock?: Clock; logger?: Logger } & TracingOptions = {},
 ): Promise<RunningServer> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const services = await compose(config, clock, logger);
+  const tracing = await setupTracing(config.tracing, { spanProcessor: options.spanProcessor });
+  let services: Services;
   try {
-    const app = await buildApp(services);
+    services = await compose(config, clock, logger);
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
+  }
+  try {
+    const app = await buildApp(services, { tracing });
     const scheduler = new Scheduler(services.jobs, (err, job) => logger.error({ err, job }, 'job failed'));
     app.addHook('onReady', async () => {
       scheduler.start();
@@ -53,6 +65,8 @@ export async function startServer(
       await scheduler.stop();
       for (const worker of services.workers) await worker.stop();
       await services.close();
+      // Last: the spans of the shutdown itself are sent too.
+      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'could not flush traces'));
     });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
@@ -61,6 +75,7 @@ export async function startServer(
     return { app, services, url: `http://${host}:${port}`, close: () => app.close() };
   } catch (err) {
     await services.close();
+    await tracing?.shutdown();
     throw err;
   }
 }

@@ -25,7 +25,30 @@ export function createMetrics() {
       this.set(tailBufferedNow());
     },
   });
+  const overloaded = new Counter({
+    name: 'liveline_overloaded_total',
+    help: 'HTTP requests refused with 503 overloaded (load shedding: the event loop lagged).',
+    registers: [registry],
+  });
+  let eventLoopDelayNow = () => 0;
+  new Gauge({
+    name: 'liveline_event_loop_delay_seconds',
+    help:
+      'Mean event-loop delay over the last sample (about 1 s): what load shedding compares with ' +
+      'LIVELINE_MAX_EVENT_LOOP_DELAY_MS.',
+    registers: [registry],
+    collect() {
+      this.set(eventLoopDelayNow() / 1000);
+    },
+  });
   return {
+    load: {
+      shed: () => overloaded.inc(),
+      /** The delay load shedding measures, in milliseconds (read when scraped). */
+      delayFrom: (read: () => number) => {
+        eventLoopDelayNow = read;
+      },
+    },
     tail: {
       readers: (n: number) => tailReaders.set(n),
       cutOff: () => tailCutOff.inc(),

@@ -6,7 +6,7 @@ import { MAX_TIMESTAMP, problemResponses, StringEnum } from './schemas.ts';
 
 /**
  * What the OpenAPI document says beyond each route's own schema, in one place: who may call a route
- * (`security`), the answers every route can give (400, 401, 403, 429, 500), the rate-limit headers,
+ * (`security`), the answers every route can give (400, 401, 403, 429, 500, 503), the rate-limit headers,
  * and the document's servers, license and security schemes. Checked by Redocly's `recommended`
  * rules and Spectral's OWASP ruleset (`npm run lint:api`; `redocly.yaml`, `.spectral.yaml`).
  */
@@ -98,7 +98,7 @@ const header = (description: string, maximum: number) => ({
 
 /**
  * The headers of @fastify/rate-limit (CONTRACT §8), on every answer to a request counted against a
- * tenant's or a session's budget; `Retry-After` on every 429.
+ * tenant's or a session's budget; `Retry-After` on every 429 and on a 503 `overloaded`.
  */
 const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Limit': header(
@@ -117,9 +117,10 @@ type Schema = FastifySchema;
  * Completes an API route's schema (one with `tags`) for the document: its `security` from
  * `config.auth` (a route without it is public: `security: []`), and the problem answers every such
  * route can give when its own schema leaves them out: 400 (its query or path is checked), 401 and 403
- * (it takes a token), 429 (tenant and device requests are rate limited), 500.
+ * (it takes a token), 429 (tenant and device requests are rate limited), 500, and 503 `overloaded`
+ * when `shed` (load shedding, http/load-shedding.ts: every route but the health, readiness and metrics ones).
  */
-export function describeRoute(schema: Schema, auth: AuthSpec | undefined): Schema {
+export function describeRoute(schema: Schema, auth: AuthSpec | undefined, shed = false): Schema {
   const security: Record<string, string[]>[] = [];
   if (auth?.tenant) {
     // Any one of the listed scopes will do: one requirement per scope (a requirement needs all of its).
@@ -132,6 +133,7 @@ export function describeRoute(schema: Schema, auth: AuthSpec | undefined): Schem
   const statuses = [400, 500];
   if (auth) statuses.push(401, 403);
   if (auth?.tenant || auth?.device) statuses.push(429);
+  if (shed) statuses.push(503);
   const response: Record<string, unknown> = { ...(schema.response as Record<string, unknown> | undefined) };
   for (const status of statuses) {
     const covered = Object.keys(response).some((k) => k === String(status) || k === `${String(status)[0]}xx`);
@@ -159,7 +161,7 @@ type Response = { headers?: Record<string, unknown> };
  * The last touch on the generated document (`@fastify/swagger`'s `transformObject`): the rate-limit
  * headers on the answers that carry them. Tenant and device requests are counted once their token is
  * checked, so every 2xx and 4xx answer to them but 401 and 403 has `X-RateLimit-*`; operator and
- * public requests are not counted. Every 429 says `Retry-After`.
+ * public requests are not counted. Every 429 says `Retry-After`, and so does a 503 `overloaded`.
  */
 export function finishDocument<T>(document: T): T {
   for (const [path, item] of Object.entries((document as Document).paths ?? {})) {
@@ -175,7 +177,7 @@ export function finishDocument<T>(document: T): T {
           headers['X-RateLimit-Remaining'] = headerRef('X-RateLimit-Remaining');
           headers['X-RateLimit-Reset'] = headerRef('X-RateLimit-Reset');
         }
-        if (status === '429') headers['Retry-After'] = headerRef('Retry-After');
+        if (status === '429' || status === '503') headers['Retry-After'] = headerRef('Retry-After');
         if (Object.keys(headers).length > 0) response.headers = { ...response.headers, ...headers };
       }
     }

@@ -191,6 +191,19 @@ export const problems = {
     ),
   internal: () => new ProblemError(500, 'internal', 'An internal error occurred; it has been logged.'),
   unavailable: (detail: string) => new ProblemError(503, 'unavailable', detail),
+  /**
+   * Load shedding (CONTRACT §16): the event loop lags past LIVELINE_MAX_EVENT_LOOP_DELAY_MS, so the
+   * request is refused at once rather than queued behind the backlog; `Retry-After` in seconds.
+   */
+  overloaded: (delayMs: number, retryAfterS: number) =>
+    new ProblemError(
+      503,
+      'overloaded',
+      `The server is overloaded (its event loop lags ${Math.round(delayMs)} ms); retry after ${retryAfterS} s.`,
+      undefined,
+      undefined,
+      { 'Retry-After': String(retryAfterS) },
+    ),
 };
 
 /** A 401 that tells the client to present a bearer token (RFC 6750). */

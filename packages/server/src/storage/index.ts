@@ -4,6 +4,7 @@ import { createPostgresStorage } from './dialects/postgres.ts';
 import { createSqliteStorage } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { Storage } from './storage.ts';
+import { queryLog, traceStorage } from './tracing.ts';
 
 export { dataDirWarnings } from './data-dir.ts';
 export { COUNT_BOUND, CursorError, type ListOrder, type Page, type PageSpec, readPage } from './pages.ts';
@@ -16,9 +17,20 @@ export type { CompiledStatement, DialectName, Storage, VisibleOrder } from './st
 export async function openStorage(
   config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir' | 'sqliteSynchronous'>,
 ): Promise<Storage> {
-  const storage = config.databaseUrl
-    ? await createPostgresStorage({ url: config.databaseUrl, schema: config.databaseSchema })
-    : await createSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  // With tracing on (tracing.ts, set up before the store opens): a span per statement and per transaction.
+  const storage = traceStorage(
+    config.databaseUrl
+      ? await createPostgresStorage({
+          url: config.databaseUrl,
+          schema: config.databaseSchema,
+          log: queryLog('postgres'),
+        })
+      : await createSqliteStorage({
+          dataDir: config.dataDir,
+          synchronous: config.sqliteSynchronous,
+          log: queryLog('sqlite'),
+        }),
+  );
   try {
     await migrate(storage, config.databaseUrl ? config.databaseSchema : undefined);
   } catch (err) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import pino from 'pino';
 import type { Clock } from '../../src/clock.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
@@ -51,7 +52,7 @@ export function freshStore(backend: Backend) {
 export async function startTestServer(
   backend: Backend,
   env: Record<string, string> = {},
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; spanProcessor?: SpanProcessor } = {},
 ): Promise<TestServer> {
   const store = freshStore(backend);
   const config = loadConfig({
@@ -65,7 +66,11 @@ export async function startTestServer(
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   let server: RunningServer;
   try {
-    server = await startServer(config, { clock: options.clock, logger });
+    server = await startServer(config, {
+      clock: options.clock,
+      logger,
+      spanProcessor: options.spanProcessor,
+    });
   } catch (err) {
     await store.destroy();
     throw err;

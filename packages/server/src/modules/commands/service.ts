@@ -90,7 +90,10 @@ export class CommandsService {
     );
     // New commands and acks share one queue and one transaction per group (one commit, not two).
     // One writer keeps a session's commands committed, and so delivered, in the order they were accepted.
-    this.log = new Batcher((writes) => this.writeAdmitted(writes), { retryAlone: true });
+    this.log = new Batcher((writes) => this.writeAdmitted(writes), {
+      name: 'commands group commit',
+      retryAlone: true,
+    });
   }
 
   /** Runs `hook` in the transaction of every command named `name` (the stream and record commands). */

@@ -93,6 +93,7 @@ export class EventWriter {
     private readonly metrics: Metrics,
   ) {
     this.queue = new Batcher((jobs) => this.writeGroup(jobs), {
+      name: 'events group commit',
       weight: (job) => job.rows.length,
       maxWeight: MAX_ROWS_PER_FLUSH,
       concurrency: storage.writeConcurrency,

@@ -93,6 +93,7 @@ export class SessionsService {
   ) {
     // 10 columns a row: 500 rows stay far below either store's bound-parameter limit.
     this.starts = new Batcher((rows) => store.insertSessions(this.storage.db, rows), {
+      name: 'sessions group commit',
       maxBatch: 500,
       concurrency: storage.writeConcurrency,
     });

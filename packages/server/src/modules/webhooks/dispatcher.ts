@@ -125,7 +125,7 @@ export class Dispatcher implements Worker {
         await this.writeResults(items);
         return items.map(() => undefined);
       },
-      { maxBatch: 500 },
+      { name: 'webhook results group commit', maxBatch: 500 },
     );
   }
 
@@ -382,7 +382,13 @@ export class Dispatcher implements Worker {
       secrets.push(endpoint.previous_secret);
     }
     const headers = webhookHeaders(secrets, delivery.delivery_id, at, delivery.payload);
-    const outcome = await this.sender.send(endpoint.url, headers, delivery.payload, this.stop$.signal);
+    const outcome = await this.sender.send(
+      endpoint.url,
+      headers,
+      delivery.payload,
+      this.stop$.signal,
+      delivery.attempts + 1,
+    );
     if (this.stop$.signal.aborted) {
       // Shutting down: the receiver may or may not have it; it is due again at once (at-least-once).
       await store.releaseClaims(

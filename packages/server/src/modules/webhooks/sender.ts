@@ -1,4 +1,6 @@
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Agent, buildConnector, request } from 'undici';
+import { activeTracer, inSpan } from '../../tracing.ts';
 import {
   BlockedAddressError,
   classifyAddress,
@@ -92,7 +94,44 @@ export class WebhookSender {
     });
   }
 
-  async send(
+  /**
+   * One attempt (`attempt`: 1 for the first). While tracing, in a client span with the receiver's
+   * host and port, the attempt and the status code; never the URL's path or query (a receiver's
+   * secret often lives there), the headers or the payload.
+   */
+  send(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    stop: AbortSignal,
+    attempt = 1,
+  ): Promise<AttemptOutcome> {
+    const tracer = activeTracer();
+    if (!tracer) return this.attempt(url, headers, body, stop);
+    const target = new URL(url);
+    const attributes = {
+      'http.request.method': 'POST',
+      'server.address': target.hostname,
+      'server.port': Number(target.port) || (target.protocol === 'https:' ? 443 : 80),
+      'url.scheme': target.protocol.slice(0, -1),
+      'liveline.webhook.attempt': attempt,
+      ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
+    };
+    return inSpan(tracer, 'POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const outcome = await this.attempt(url, headers, body, stop);
+      if (outcome.statusCode !== null) span.setAttribute('http.response.status_code', outcome.statusCode);
+      if (!outcome.ok) {
+        span.setAttribute(
+          'error.type',
+          outcome.statusCode === null ? 'no_response' : String(outcome.statusCode),
+        );
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      return outcome;
+    });
+  }
+
+  private async attempt(
     url: string,
     headers: Record<string, string>,
     body: string,

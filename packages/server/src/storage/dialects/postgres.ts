@@ -2,6 +2,7 @@ import {
   type DatabaseIntrospector,
   type DatabaseMetadata,
   Kysely,
+  type KyselyConfig,
   PostgresDialect,
   PostgresIntrospector,
   sql,
@@ -15,6 +16,8 @@ export interface PostgresOptions {
   url: string;
   schema: string;
   poolSize?: number;
+  /** Kysely's query log (storage/tracing.ts: a span per statement while tracing). */
+  log?: KyselyConfig['log'];
 }
 
 const INT8_OID = 20;
@@ -60,7 +63,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new SchemaPostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new SchemaPostgresDialect({ pool }), log: options.log });
   const bulk: BulkInserter = {
     // One statement for the whole set: each column travels as one array parameter and unnest()
     // turns them back into rows, so the statement text is the same whatever the row count.

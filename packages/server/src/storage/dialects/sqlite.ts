@@ -1,4 +1,4 @@
-import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, type KyselyConfig, SqliteDialect, sql } from 'kysely';
 import { prepareDataDir } from '../data-dir.ts';
 import type { Database } from '../schema.ts';
 import {
@@ -26,6 +26,8 @@ export interface SqliteOptions {
    * `worker`: every statement in the worker. See the storage README for the measurements.
    */
   reads?: 'worker' | 'main';
+  /** Kysely's query log (storage/tracing.ts: a span per statement while tracing). */
+  log?: KyselyConfig['log'];
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -48,7 +50,7 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
     throw err;
   }
   const dialect = new SqliteThreadDialect({ thread, reader });
-  const db = new Kysely<Database>({ dialect });
+  const db = new Kysely<Database>({ dialect, log: options.log });
   const bulk: BulkInserter = {
     // The whole batch goes to the worker in one message, on the connection of the transaction
     // `trx`; there one cached prepared statement runs per row.
