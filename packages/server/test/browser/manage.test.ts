@@ -524,6 +524,7 @@ describe.each(backends)('the console’s campaigns, webhooks and credentials in 
       'tokens:issue',
       'webhooks:manage',
       'campaigns:manage',
+      'players:manage',
     ]) {
       await page.getByRole('checkbox', { name: new RegExp(`^${scope}`) }).uncheck();
     }

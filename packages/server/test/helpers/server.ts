@@ -60,6 +60,10 @@ export async function startTestServer(
     HOST: '127.0.0.1',
     LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN,
     LIVELINE_SQLITE_SYNCHRONOUS: 'NORMAL',
+    // No load shedding: an in-process server shares its event loop with the test (and its worker with
+    // other test files on a loaded machine), so a lag there is the harness's, not an overloaded server's.
+    // load-shedding.test.ts turns it on.
+    LIVELINE_MAX_EVENT_LOOP_DELAY_MS: '0',
     ...store.env,
     ...env,
   });

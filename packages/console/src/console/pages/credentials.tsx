@@ -27,6 +27,7 @@ export const SCOPES: { scope: Scope; what: string }[] = [
   { scope: 'tokens:issue', what: "mint players' device tokens, revoke them, rotate client secrets" },
   { scope: 'webhooks:manage', what: 'manage webhook endpoints' },
   { scope: 'campaigns:manage', what: 'manage campaigns, challenges and claims' },
+  { scope: 'players:manage', what: "find, export and erase a player's data" },
 ];
 
 export function CredentialsPage({ api }: PageProps) {
