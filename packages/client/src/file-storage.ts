@@ -64,24 +64,33 @@ export function fileEventStorage(options: FileEventStorageOptions): EventBufferS
     const lines = [...live.values()].map((stored) =>
       JSON.stringify({ k: stored.key, s: stored.sessionId, e: stored.event }),
     );
-    const file = await open(temporary, 'w', 0o600);
-    try {
-      await file.writeFile(lines.length > 0 ? `${lines.join('\n')}\n` : '');
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    await rename(temporary, path);
+    // Removals from here on are the next compaction's (they are queued as lines after this snapshot).
     removed = 0;
+    try {
+      const file = await open(temporary, 'w', 0o600);
+      try {
+        await file.writeFile(lines.length > 0 ? `${lines.join('\n')}\n` : '');
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await rename(temporary, path);
+    } catch (error) {
+      // The lines this snapshot replaced were not appended: the next write compacts again.
+      removed = Number.MAX_SAFE_INTEGER;
+      throw error;
+    }
   };
 
   /** Appends what is queued (or compacts), on the chain; a failure is kept and thrown by flush(). */
   const write = () => {
     clearTimeout(timer);
     timer = undefined;
-    const text = queued.length > 0 ? `${queued.join('\n')}\n` : '';
-    queued = [];
     chain = chain.then(async () => {
+      // Taken when this write runs, not when it was asked for: a compaction before it has written
+      // `live` with every change queued until then, and those lines must not be appended again.
+      const text = queued.length > 0 ? `${queued.join('\n')}\n` : '';
+      queued = [];
       try {
         if (removed > 1000 && removed > live.size) await compact();
         else if (text) await append(text);

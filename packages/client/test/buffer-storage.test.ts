@@ -90,6 +90,29 @@ describe('fileEventStorage', () => {
     expect(fx.fake.storedIds(sessionId)).toEqual([newer.id]);
   });
 
+  it('writes each event once when events arrive while a compaction is waiting to run', async () => {
+    const store = storage();
+    await store.load();
+    const stored = (key: string) => ({
+      key,
+      sessionId: 's',
+      event: { id: key, eventType: 'Custom', timestamp: 1, custom01: key } as never,
+    });
+    const first = Array.from({ length: 1200 }, (_, i) => stored(`a${i}`));
+    store.add(first);
+    store.remove(first.map((e) => e.key));
+    const compacting = store.flush(); // compacts: 1,200 removals, nothing live
+    const later = Array.from({ length: 600 }, (_, i) => stored(`b${i}`));
+    store.add(later); // queued before the compaction has run
+    await Promise.all([compacting, store.flush()]);
+    const keys = (await file())
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { k: string }).k);
+    expect(keys).toEqual(later.map((e) => e.key)); // each once (each twice when appended after the snapshot)
+    await store.close();
+  });
+
   it('compacts the file once removals outnumber the live events', async () => {
     const d = fx.device({ storage: storage(), batchSize: 1000 });
     await d.startSession();
