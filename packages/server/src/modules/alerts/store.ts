@@ -162,18 +162,21 @@ export async function forgetSession(db: Db, sessionId: string) {
 export async function eraseSessions(db: Kysely<Database>, sessionIds: string[], limit: number) {
   if (sessionIds.length === 0) return 0;
   return db.transaction().execute(async (trx) => {
+    // One statement: the first `limit` states of these sessions, by their key.
     const states = await trx
-      .selectFrom('alert_states')
-      .select(['session_id', 'alert_id'])
-      .where('session_id', 'in', sessionIds)
-      .limit(limit)
-      .execute();
-    for (const s of states)
-      await trx
-        .deleteFrom('alert_states')
-        .where('session_id', '=', s.session_id)
-        .where('alert_id', '=', s.alert_id)
-        .execute();
+      .deleteFrom('alert_states')
+      .where(({ eb, refTuple, selectFrom }) =>
+        eb(
+          refTuple('session_id', 'alert_id'),
+          'in',
+          selectFrom('alert_states')
+            .select(['session_id', 'alert_id'])
+            .where('session_id', 'in', sessionIds)
+            .limit(limit)
+            .$asTuple('session_id', 'alert_id'),
+        ),
+      )
+      .executeTakeFirst();
     const incidents = (
       await trx
         .selectFrom('alert_incidents')
@@ -184,7 +187,7 @@ export async function eraseSessions(db: Kysely<Database>, sessionIds: string[], 
     ).map((r) => r.incident_id);
     if (incidents.length > 0)
       await trx.deleteFrom('alert_incidents').where('incident_id', 'in', incidents).execute();
-    return states.length + incidents.length;
+    return Number(states.numDeletedRows) + incidents.length;
   });
 }
 

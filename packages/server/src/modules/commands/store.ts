@@ -385,18 +385,21 @@ export async function eraseSessionCommands(db: Kysely<Database>, sessionIds: str
       const commands = await trx.deleteFrom('commands').where('command_id', 'in', ids).executeTakeFirst();
       deleted += Number(answers.numDeletedRows) + Number(commands.numDeletedRows);
     }
+    // One statement: the first `limit` refusals of these sessions, by their key.
     const refusals = await trx
-      .selectFrom('command_batch_refusals')
-      .select(['batch_id', 'session_id'])
-      .where('session_id', 'in', sessionIds)
-      .limit(limit)
-      .execute();
-    for (const r of refusals)
-      await trx
-        .deleteFrom('command_batch_refusals')
-        .where('batch_id', '=', r.batch_id)
-        .where('session_id', '=', r.session_id)
-        .execute();
-    return deleted + refusals.length;
+      .deleteFrom('command_batch_refusals')
+      .where(({ eb, refTuple, selectFrom }) =>
+        eb(
+          refTuple('batch_id', 'session_id'),
+          'in',
+          selectFrom('command_batch_refusals')
+            .select(['batch_id', 'session_id'])
+            .where('session_id', 'in', sessionIds)
+            .limit(limit)
+            .$asTuple('batch_id', 'session_id'),
+        ),
+      )
+      .executeTakeFirst();
+    return deleted + Number(refusals.numDeletedRows);
   });
 }
