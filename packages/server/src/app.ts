@@ -20,6 +20,7 @@ import {
 import { pagesPlugin } from './http/pages.ts';
 import { problems } from './http/problem.ts';
 import { ProblemSchema, problemResponses } from './http/schemas.ts';
+import { buildSerializer } from './http/serialization.ts';
 import { buildValidator, refuseNul } from './http/validation.ts';
 import { failureWindow, requestBudget } from './limits/index.ts';
 import { alertsPlugin } from './modules/alerts/index.ts';
@@ -88,7 +89,9 @@ export async function buildApp(
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     // Fastify's type names Ajv's own compile signature; ours has the route-compiler shape it calls at run time.
-    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
+    schemaController: {
+      compilersFactory: { buildValidator: buildValidator as never, buildSerializer },
+    },
   });
   // Before every hook and route, so each request has its span (when tracing is on).
   await registerTracing(app, options.tracing);

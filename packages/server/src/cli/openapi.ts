@@ -2,11 +2,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import pino from 'pino';
-import { buildApp } from '../app.ts';
-import { systemClock } from '../clock.ts';
-import { compose } from '../compose.ts';
-import { loadConfig } from '../config.ts';
 
 /**
  * The OpenAPI document the server publishes at `/openapi.json`, built in this process: the app is
@@ -14,6 +9,15 @@ import { loadConfig } from '../config.ts';
  * the tenant client is generated from.
  */
 export async function openapiDocument(): Promise<Record<string, unknown>> {
+  // Loaded here, not at the top: every `liveline` command imports this file, and only this one needs
+  // the whole server (the admin commands start in a fraction of the time without it).
+  const [{ default: pino }, { buildApp }, { systemClock }, { compose }, { loadConfig }] = await Promise.all([
+    import('pino'),
+    import('../app.ts'),
+    import('../clock.ts'),
+    import('../compose.ts'),
+    import('../config.ts'),
+  ]);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-openapi-'));
   try {
     // Only the defaults: the document does not depend on the environment of the caller.

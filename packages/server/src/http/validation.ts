@@ -24,10 +24,31 @@ export const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false }));
 /** Query strings and path parameters arrive as text, so they are coerced to the schema's types. */
 const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true }));
 
+/**
+ * A route's validator, compiled by Ajv on the route's first request rather than when the app starts.
+ * Compiling every route's schemas (and serializers, `http/serialization.ts`) was most of a start: about
+ * two seconds of CPU per app, paid again by every server a test starts and by every worker of
+ * `--workers`, for routes most processes never serve. The first request on a route pays its compile
+ * once (a few milliseconds); a schema Ajv refuses fails that request with a 500 instead of the start,
+ * which the OpenAPI, authorization-matrix and fuzz tests, calling every route, would show.
+ */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ValidateFunction;
+  return lazyValidator(() => ajv.compile(schema as object) as ValidateFunction);
 };
+
+/** A validate function that compiles itself on its first call and then hands its `errors` on, as Fastify reads them. */
+export function lazyValidator(compile: () => ValidateFunction) {
+  let compiled: ValidateFunction | undefined;
+  const validate = (data: unknown): boolean => {
+    compiled ??= compile();
+    const valid = compiled(data) as boolean;
+    validate.errors = compiled.errors;
+    return valid;
+  };
+  validate.errors = null as ErrorObject[] | null | undefined;
+  return validate;
+}
 
 /**
  * For Fastify's `schemaController.compilersFactory`: every schema controller (a plugin that calls
@@ -36,12 +57,15 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
  */
 export function buildValidator(externalSchemas: unknown) {
   for (const schema of Object.values((externalSchemas ?? {}) as Record<string, { $id?: string }>)) {
-    for (const ajv of [bodyAjv, textAjv]) {
-      if (schema.$id && !ajv.getSchema(schema.$id)) ajv.addSchema(schema);
-    }
+    // Added once per process (and compiled when a route's validator first refers to it: asking
+    // Ajv `getSchema` here would compile every shared schema at start).
+    if (!schema.$id || sharedIds.has(schema.$id)) continue;
+    sharedIds.add(schema.$id);
+    for (const ajv of [bodyAjv, textAjv]) ajv.addSchema(schema);
   }
   return validatorCompiler;
 }
+const sharedIds = new Set<string>();
 
 const MAX_REPORTED_ERRORS = 50;
 
