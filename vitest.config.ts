@@ -1,4 +1,28 @@
+import fs from 'node:fs';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Files that run real processes (the README walk-throughs, `liveline` processes, Chromium) start first.
+ * They take 30 s to a few minutes each; started last (vitest orders files it has no timings for by
+ * size, and a fresh clone has none), one of them alone could add minutes after the others have ended.
+ */
+class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]) {
+    const rank = (file: TestSpecification) => {
+      const text = fs.readFileSync(file.moduleId, 'utf8');
+      if (text.includes('helpers/readme.ts')) return 0;
+      if (file.moduleId.includes('/test/browser/') || text.includes('helpers/process.ts')) return 1;
+      return 2;
+    };
+    const ranks = new Map(files.map((file) => [file, rank(file)]));
+    const base = await super.sort(files);
+    const order = new Map(base.map((file, i) => [file, i]));
+    return base.sort(
+      (a, b) => (ranks.get(a) ?? 2) - (ranks.get(b) ?? 2) || (order.get(a) ?? 0) - (order.get(b) ?? 0),
+    );
+  }
+}
 
 export default defineConfig({
   test: {
@@ -9,5 +33,6 @@ export default defineConfig({
     // Most tests wait (on real processes, sockets, databases) rather than compute: more files at once
     // than cores. Vitest's default on a 2-core machine would be one file at a time.
     maxWorkers: 3,
+    sequence: { sequencer: LongFilesFirst },
   },
 });

@@ -353,10 +353,12 @@ describe.each(backends)('server memory under a reader that stops reading (%s)', 
     // (at most 1,000 events, ~1.1 MB here). Without the cut-off it holds everything the sockets did
     // not take (checked with LIVELINE_TAIL_MAX_BUFFER_BYTES at 1 GiB: tens of MB).
     expect(held).toBeLessThan(6 * MB);
-    // And the process as a whole does not grow by what was stored (60 MB): measured +11 to +28 MB on
-    // Node 20 and up to +57 MB on Node 24, whose collector lets more garbage stand; +72 to +90 MB on
-    // Node 20 without the cut-off.
-    expect(peak - baseline).toBeLessThan(100 * MB);
+    // The process as a whole: a coarse bound only, against gross growth (the stream held twice over,
+    // or memory held somewhere `held` does not see). Resident memory here is mostly garbage the
+    // collector has not taken yet: +11 to +28 MB on Node 20, up to +57 MB on Node 24 on a quiet machine
+    // and +107 MB on Node 24 in a full, loaded test run; +72 to +90 MB on Node 20 without the cut-off,
+    // which `held` above is what tells apart.
+    expect(peak - baseline).toBeLessThan(160 * MB);
     slow.resume();
     await slow.until(() => slow.ended, 15_000, 'the stream to end');
     expect(slow.events().length).toBeLessThan(60_000);
