@@ -34,5 +34,6 @@ export default defineConfig({
     // than cores. Vitest's default on a 2-core machine would be one file at a time.
     maxWorkers: 3,
     sequence: { sequencer: LongFilesFirst },
+    globalSetup: ['packages/server/test/global-setup.ts'],
   },
 });

@@ -5,10 +5,17 @@ import path from 'node:path';
 /** Helpers for tests that run the real `liveline` process. */
 
 export const ROOT = path.resolve(import.meta.dirname, '../../../..');
-export const CLI = ['--import', 'tsx', 'packages/server/src/cli/main.ts'];
+/**
+ * How the tests run `liveline`: the bundle test/global-setup.ts builds from the source at the start of
+ * every test run (packages/server/scripts/bundle.mjs), which starts with a third to half less CPU than
+ * the TypeScript through tsx, on a suite that starts hundreds of processes. `BIN` is what users run
+ * (tsx); `cli(…, { bin: true })`, the README walk-throughs and `liveline openapi` go through it.
+ * `NODE_OPTIONS=--enable-source-maps` maps a child's stack traces back to the TypeScript.
+ */
+export const CLI = ['packages/server/dist/cli/liveline.mjs'];
 export const BIN = 'packages/server/bin/liveline.js';
-// A cold start compiles the TypeScript through tsx: a few seconds alone, tens with three test files
-// running at once on a loaded two-core machine (seen: 20 s passed in a CI run beside other work).
+// A start takes a second or two alone, tens with three test files running at once on a loaded
+// two-core machine (seen: 20 s passed in a CI run beside other work).
 export const STARTUP_TIMEOUT_MS = 45_000;
 
 export type Env = Record<string, string>;
@@ -116,7 +123,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the `liveline` CLI (through tsx, or through the bin script) and collects what it printed. */
+/** Runs the `liveline` CLI (the test bundle, or the bin script through tsx) and collects what it printed. */
 export function cli(args: string[], env: Env = {}, options: { bin?: boolean } = {}): Promise<CliResult> {
   const argv = options.bin ? [BIN, ...args] : [...CLI, ...args];
   return new Promise((resolve) => {

@@ -212,7 +212,7 @@ describe.each(backends)('liveline process (%s)', (backend: Backend) => {
 
     p.child.kill('SIGTERM');
     expect((await exitWithin(p, 10_000)).code).toBe(0);
-  }, 120_000); // about a dozen CLI processes, each loading TypeScript: slow on a busy machine
+  }, 120_000); // about a dozen CLI processes: slow on a busy machine
 });
 
 describe('liveline CLI without a server', () => {
