@@ -38,6 +38,8 @@ interface Headset {
 }
 
 const REQUEST_TIMEOUT_MS = 30_000;
+/** How long Ctrl-C waits for the sessions to end before leaving anyway. */
+const END_TIMEOUT_MS = 10_000;
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -153,7 +155,21 @@ async function runSim(opts: SimOptions, env: Env): Promise<void> {
     process.on('SIGTERM', stop);
   });
   out('Ending the sessions…');
-  await endAll(headsets, true);
+  // Ending a session first sends what its device still holds, retrying as long as it has to: with the
+  // server gone that is forever, and a sim left running in the background by a script would never exit.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), END_TIMEOUT_MS);
+  });
+  const ended = await Promise.race([endAll(headsets, true).then(() => 'ended' as const), late]);
+  clearTimeout(timer);
+  if (ended === 'late') {
+    await Promise.all(headsets.map((h) => h.device.close()));
+    throw new CliError(
+      'sessions_not_ended',
+      `the sessions did not end within ${END_TIMEOUT_MS / 1000} s (is the server reachable at ${url}?).`,
+    );
+  }
   out('Done.');
 }
 

@@ -182,6 +182,30 @@ describe.each(backends)('liveline sim (%s)', (backend) => {
     expect(await sim.exited).toBe(0);
   });
 
+  it('Ctrl-C leaves within ten seconds when the server is gone, saying the sessions did not end', async () => {
+    const gone = await startTestServer(backend);
+    const other = await createTenant(gone.url, gone.adminToken);
+    const sim = startSim(['--devices', '1', '--url', gone.url, '--health-interval', '0.2'], {
+      LIVELINE_CLIENT_ID: other.clientId,
+      LIVELINE_CLIENT_SECRET: other.clientSecret,
+    });
+    running.push(sim);
+    const log = () => `${sim.stdout()}\n${sim.stderr()}`;
+    await waitFor(() => /^sim-1 {2}session /m.test(sim.stdout()), log);
+    await gone.close();
+    // Health events tracked meanwhile wait in the SDK's buffer, to be sent when the server is back.
+    await new Promise((r) => setTimeout(r, 1500));
+    sim.child.kill('SIGINT');
+    // Before: the ending retried its requests against the closed server for as long as it ran (the
+    // README walk-throughs left such headsets running after their server had stopped).
+    const code = await Promise.race([
+      sim.exited,
+      new Promise((r) => setTimeout(() => r('still running'), 20_000)),
+    ]);
+    expect(code, log()).toBe(1);
+    expect(sim.stderr()).toMatch(/the sessions did not end within \d+ s/);
+  });
+
   it('refuses a battery drain or start out of range', async () => {
     const sim = startSim(['--url', server.url, '--battery-drain', '0'], {});
     running.push(sim);
