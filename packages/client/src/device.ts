@@ -165,6 +165,7 @@ export class LivelineDevice {
   private starting = false;
   /** The socket is opened only at this URL's origin (`origin.ts`). */
   private readonly baseUrl: string;
+  private readonly requestTimeoutMs: number;
 
   constructor(options: LivelineDeviceOptions) {
     const clock = options.clock ?? systemClock;
@@ -173,6 +174,7 @@ export class LivelineDevice {
     this.baseUrl = options.baseUrl;
     const random = options.random ?? Math.random;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.requestTimeoutMs = requestTimeoutMs;
     const retry: RetryOptions = {
       initialDelayMs: options.retry?.initialDelayMs ?? 500,
       maxDelayMs: options.retry?.maxDelayMs ?? 30_000,
@@ -313,6 +315,7 @@ export class LivelineDevice {
     const info = this.current;
     if (!info) throw new LivelineError({ status: 0, code: 'no_session', detail: 'No session to end.' });
     this.stopRoutines();
+    await this.ticksSettled();
     await this.flush();
     await this.realtime.disconnect();
     const path = `${sessionPath(info.sessionId)}/end`;
@@ -522,6 +525,24 @@ export class LivelineDevice {
     }
   }
 
+  /** The routines' ticks under way (a Health sample, an interval screenshot being taken or uploaded). */
+  private readonly ticking = new Set<Promise<void>>();
+
+  /**
+   * A tick under way belongs to the session that is ending: its screenshot is uploaded and its Health
+   * tracked first. Waits at most `requestTimeoutMs` (a screenshot provider that never answers must
+   * not hold `endSession()` for ever).
+   */
+  private async ticksSettled(): Promise<void> {
+    if (this.ticking.size === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.requestTimeoutMs);
+    });
+    await Promise.race([Promise.all([...this.ticking]), late]);
+    clearTimeout(timer);
+  }
+
   private stopRoutines(): void {
     clearInterval(this.builtInHealthTimer);
     this.builtInHealthTimer = undefined;
@@ -536,18 +557,20 @@ export class LivelineDevice {
   private everyTick(ms: number, work: () => Promise<void>): ReturnType<typeof setInterval> {
     let running = false;
     const timer = setInterval(
-      async () => {
+      () => {
         if (running) return;
         running = true;
-        try {
-          await work();
-        } catch (error) {
-          queueMicrotask(() => {
-            throw error;
+        const tick: Promise<void> = work()
+          .catch((error) => {
+            queueMicrotask(() => {
+              throw error;
+            });
+          })
+          .finally(() => {
+            running = false;
+            this.ticking.delete(tick);
           });
-        } finally {
-          running = false;
-        }
+        this.ticking.add(tick);
       },
       Math.min(ms, MAX_TIMER_MS),
     );

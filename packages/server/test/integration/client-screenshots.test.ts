@@ -155,6 +155,30 @@ describe.each(backends)('SDK screenshots and built-in Health against the real se
     await expect(device().takeScreenshot()).rejects.toMatchObject({ code: 'no_screenshot_provider' });
   });
 
+  it('ends the session only after the interval screenshot in flight is stored, and stores none after', async () => {
+    const jpeg = greyJpeg(32, 32);
+    let taking = 0;
+    let release: () => void = () => {};
+    const canvas = {
+      toBlob(callback: (blob: Blob | null) => void) {
+        taking++;
+        // The first interval shot is slow (an app rendering a large frame): the session ends meanwhile.
+        release = () => callback(new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }));
+      },
+    };
+    const d = device({ screenshotProvider: screenshotFromCanvas(canvas), screenshotIntervalMs: 50 });
+    const { sessionId } = await d.startSession();
+    await waitFor(async () => taking === 1, 5000, 'the first interval shot to start');
+    const ending = d.endSession();
+    setTimeout(() => release(), 300);
+    await ending;
+    const stored = (await eventsOf(sessionId, 'Screenshot')).length;
+    expect(stored).toBe(1); // the shot in flight, uploaded before the session ended
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await eventsOf(sessionId, 'Screenshot')).length).toBe(stored);
+    expect(taking).toBe(1);
+  });
+
   it('sends Health by itself, with no app code: memory and CPU from the platform', async () => {
     const d = device({ healthIntervalMs: 150 });
     const { sessionId } = await d.startSession();
