@@ -1,20 +1,30 @@
-// Event ingestion throughput: C concurrent devices, each posting batches of B events to its own
-// session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable) and latency,
-// once per number of webhook endpoints taking every event (BENCH_ENDPOINTS, default 0, 1 and 5, each
-// on a fresh server, with its ratio to the 0-endpoint figure of the same run). Then the dispatcher:
-// ingest → receipt latency under a paced load, and deliveries/s draining a backlog, to a local
-// receiver, for per-event and batch endpoints. And alert rules (CONTRACT §13): ingestion with
-// BENCH_ALERT_RULES rules on the tenant (default 20) against none, in rounds (BENCH_ALERT_ROUNDS,
-// default 2; which phase goes first alternates), each phase on a fresh server: the throughput ratio
-// and the server's CPU per event of each pair, and their medians.
+// Event ingestion throughput: C concurrent devices (32), each posting batches of B events (100, then
+// 1,000) to its own session over keep-alive HTTP, for D seconds. Prints events/s (accepted, durable)
+// and latency, once per number of webhook endpoints taking every event (BENCH_ENDPOINTS, default 0, 1
+// and 5, each on a fresh server, with its ratio to the 0-endpoint figure of the same run), and before
+// each batch size the store's raw insert limit for the same rows (`rawLimit`), with the ratio to it.
+// Then the dispatcher: ingest → receipt latency under a paced load, and deliveries/s draining a
+// backlog, to a local receiver, for per-event and batch endpoints. And alert rules (CONTRACT §13):
+// ingestion with BENCH_ALERT_RULES rules on the tenant (default 20) against none, in rounds
+// (BENCH_ALERT_ROUNDS, default 2; which phase goes first alternates), each phase on a fresh server:
+// the throughput ratio and the server's CPU per event of each pair, and their medians.
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
+import { EVENTS_TABLE } from '../packages/server/src/modules/events/ingest.ts';
+import { DATABASE_FILE } from '../packages/server/src/storage/data-dir.ts';
+import BetterSqlite3 from '../packages/server/src/storage/dialects/better-sqlite3.js';
+import { openStorage } from '../packages/server/src/storage/index.ts';
 import { call, createTenant } from '../packages/server/test/helpers/api.ts';
 import { percentile, startBenchServer } from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres';
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
-const batchSize = Number(process.env.BENCH_BATCH ?? 1000);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+/** Events per request: each size is measured beside the raw insert limit of the same rows. */
+const batchSizes = (process.env.BENCH_BATCH ?? '100,1000')
+  .split(',')
+  .filter((s) => s.trim() !== '')
+  .map(Number);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 /** Endpoint counts to run ingestion with; BENCH_WEBHOOK=1 (the older knob) means "1". */
 const endpointCounts = (process.env.BENCH_ENDPOINTS ?? (process.env.BENCH_WEBHOOK === '1' ? '1' : '0,1,5'))
@@ -212,8 +222,8 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
-/** Ingestion at saturation with `endpoints` endpoints taking every event. */
-async function ingestion(endpoints: number, rules = 0) {
+/** Ingestion at saturation with `endpoints` endpoints taking every event, `batchSize` events a request. */
+async function ingestion(endpoints: number, rules: number, batchSize: number) {
   const receiver = await startReceiver();
   const { server, base, devices } = await setup(endpoints, {
     devices: concurrency,
@@ -369,20 +379,105 @@ async function dispatch(mode: string) {
   }
 }
 
-let baseline: number | null = null;
-for (const n of endpointCounts) {
-  const result = await ingestion(n);
-  if (n === 0) baseline = result.eventsPerSecond;
-  const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
-  console.log(JSON.stringify({ ...result, ratioToNoEndpoint: ratio }));
+/**
+ * The store's limit for the same rows, without HTTP: the devices' sessions set up through a server
+ * as for `ingestion`, then, with that server idle, the rows it would store (same columns, a body of
+ * the same JSON) inserted straight into its store from this process for `seconds`. A transaction
+ * takes one batch from every device (`concurrency` × `batchSize` rows, at most 20,000): what a perfect
+ * group commit would get, so the ratio counts everything the server adds to the inserts and to their
+ * commits. SQLite: better-sqlite3 on the same file with the server's pragmas (WAL, synchronous FULL
+ * unless LIVELINE_SQLITE_SYNCHRONOUS says NORMAL), one prepared statement run per row, one writer (as
+ * the server's writer thread). PostgreSQL: the store's own multi-row insert (`unnest`, `ON CONFLICT DO
+ * NOTHING`), as many transactions in flight as the server allows.
+ */
+async function rawLimit(batchSize: number) {
+  const receiver = await startReceiver();
+  const { server, devices } = await setup(0, { devices: concurrency, receiver });
+  const deadline = performance.now() + seconds * 1000;
+  let rows = 0;
+  const started = performance.now();
+  const perTransaction = Math.max(1, Math.min(concurrency, Math.floor(20_000 / batchSize)));
+  /** One batch from each of `perTransaction` devices. */
+  const rowsOf = () => {
+    const now = Date.now();
+    const values: unknown[][] = [];
+    for (let d = 0; d < perTransaction; d++) {
+      const { sessionId } = devices[d % devices.length];
+      for (let i = 0; i < batchSize; i++) {
+        const id = `r${seq++}`;
+        values.push([sessionId, id, 'Health', now, null, now, `{"id":"${id}","timestamp":${now},${FIELDS}}`]);
+      }
+    }
+    return values;
+  };
+  try {
+    if (backend === 'sqlite') {
+      const db = new BetterSqlite3(path.join(server.dataDir, DATABASE_FILE));
+      db.pragma('journal_mode = WAL');
+      db.pragma(`synchronous = ${process.env.LIVELINE_SQLITE_SYNCHRONOUS ?? 'FULL'}`);
+      db.pragma('busy_timeout = 5000');
+      const cols = EVENTS_TABLE.columns.map((c) => `"${c.name}"`).join(', ');
+      const insert = db.prepare(
+        `insert into events (${cols}) values (${EVENTS_TABLE.columns.map(() => '?').join(', ')}) on conflict do nothing`,
+      );
+      const group = db.transaction((values: unknown[][]) => {
+        for (const v of values) insert.run(v);
+      });
+      while (performance.now() < deadline) {
+        const values = rowsOf();
+        group(values);
+        rows += values.length;
+      }
+      db.close();
+    } else {
+      const storage = await openStorage({
+        databaseUrl: process.env.DATABASE_URL ?? null,
+        databaseSchema: server.schema ?? 'public',
+        dataDir: server.dataDir,
+        sqliteSynchronous: 'FULL',
+      });
+      await Promise.all(
+        Array.from({ length: storage.writeConcurrency }, async () => {
+          while (performance.now() < deadline) {
+            const values = rowsOf();
+            await storage.db
+              .transaction()
+              .execute((trx) => storage.bulk.insertIgnoringConflicts(trx, EVENTS_TABLE, values));
+            rows += values.length;
+          }
+        }),
+      );
+      await storage.close();
+    }
+  } finally {
+    await server.stop();
+    await receiver.close();
+  }
+  return Math.round(rows / ((performance.now() - started) / 1000));
+}
+
+for (const batchSize of batchSizes) {
+  const limit = await rawLimit(batchSize);
+  console.log(
+    JSON.stringify({ benchmark: 'ingest-raw-insert-limit', backend, batchSize, rowsPerSecond: limit }),
+  );
+  let baseline: number | null = null;
+  for (const n of endpointCounts) {
+    const result = await ingestion(n, 0, batchSize);
+    if (n === 0) baseline = result.eventsPerSecond;
+    const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
+    const ratioToRaw = Number((result.eventsPerSecond / limit).toFixed(2));
+    console.log(JSON.stringify({ ...result, ratioToNoEndpoint: ratio, rawInsertLimit: limit, ratioToRaw }));
+  }
 }
 for (const rules of alertRuleCounts) {
   const ratios: number[] = [];
   const cpuRatios: number[] = [];
   for (let round = 1; round <= alertRounds; round++) {
     // Which goes first alternates: a phase runs right after the last one's server stopped.
-    const first = round % 2 === 1 ? await ingestion(0, 0) : await ingestion(0, rules);
-    const second = round % 2 === 1 ? await ingestion(0, rules) : await ingestion(0, 0);
+    const size = batchSizes[0];
+    const first = round % 2 === 1 ? await ingestion(0, 0, size) : await ingestion(0, rules, size);
+    const second = round % 2 === 1 ? await ingestion(0, rules, size) : await ingestion(0, 0, size);
     const [without, withRules] = round % 2 === 1 ? [first, second] : [second, first];
     const ratio = Number((withRules.eventsPerSecond / without.eventsPerSecond).toFixed(2));
     const cpuRatio = Number(
