@@ -456,7 +456,7 @@ async function rawLimit(batchSize: number) {
   return Math.round(rows / ((performance.now() - started) / 1000));
 }
 
-for (const batchSize of batchSizes) {
+for (const batchSize of endpointCounts.length > 0 ? batchSizes : []) {
   const limit = await rawLimit(batchSize);
   console.log(
     JSON.stringify({ benchmark: 'ingest-raw-insert-limit', backend, batchSize, rowsPerSecond: limit }),
