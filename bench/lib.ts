@@ -23,9 +23,11 @@ export async function startBenchServer(backend: 'sqlite' | 'postgres', env: Reco
   const profile = process.env.BENCH_PROFILE_DIR
     ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_PROFILE_DIR]
     : [];
+  // As for the fleet benchmarks (lib/procs.ts): flags for the server's Node, e.g. V8's GC settings.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(
     process.execPath,
-    [...profile, '--import', 'tsx', path.join(import.meta.dirname, 'serve.ts')],
+    [...profile, ...nodeArgs, '--import', 'tsx', path.join(import.meta.dirname, 'serve.ts')],
     {
       env: {
         ...process.env,
