@@ -129,7 +129,13 @@ export function wire(s: Services) {
     for (const row of group.inserted) {
       const session = group.sessions.get(row.session_id)!;
       if (!taking.has(session.tenantId)) continue;
-      stored.push({ ...session, eventType: row.event_type, receivedAt: row.received_at, body: row.body });
+      stored.push({
+        tenantId: session.tenantId,
+        tenantCohortId: session.tenantCohortId,
+        eventType: row.event_type,
+        receivedAt: row.received_at,
+        body: row.body,
+      });
     }
     await webhooks.outbox.recordStoredEvents(trx, stored);
   });

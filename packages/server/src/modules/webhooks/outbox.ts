@@ -10,7 +10,12 @@ export type MessageType = OutboxType | 'webhook.test' | 'session.events';
 
 /** The body of a message, exactly as sent and signed: `{type, timestamp (ISO 8601), data}`. */
 export function messageBody(type: MessageType, occurredAtIso: string, dataJson: string): string {
-  return `{"type":${JSON.stringify(type)},"timestamp":"${occurredAtIso}","data":${dataJson}}`;
+  return `${messageHead(type, occurredAtIso)}${dataJson}}`;
+}
+
+/** What a message body holds before its data (`messageBody` is this, the data and `}`). */
+function messageHead(type: MessageType, occurredAtIso: string): string {
+  return `{"type":${JSON.stringify(type)},"timestamp":"${occurredAtIso}","data":`;
 }
 
 /** One pending delivery's values, in DELIVERIES_TABLE's column order. */
@@ -189,7 +194,8 @@ export class WebhookOutbox implements Outbox {
     );
     if (wanted.size === 0) return;
     const now = this.now();
-    const iso = new Map<number, string>();
+    /** Per received-at time (a group's events share a few): the messages' head. */
+    const heads = new Map<number, string>();
     const open = new Map<string, TenantFanout>();
     const rows: FanoutRow[] = [];
     for (const e of events) {
@@ -209,14 +215,14 @@ export class WebhookOutbox implements Outbox {
         } else t.all = false;
       }
       if (!taken) continue;
-      let at = iso.get(e.receivedAt);
-      if (at === undefined) {
-        at = new Date(e.receivedAt).toISOString();
-        iso.set(e.receivedAt, at);
+      let head = heads.get(e.receivedAt);
+      if (head === undefined) {
+        head = messageHead('session.event', new Date(e.receivedAt).toISOString());
+        heads.set(e.receivedAt, head);
       }
-      // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise.
-      const data = `${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}`;
-      const body = messageBody('session.event', at, data);
+      // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise
+      // (`messageBody` with the data spelled out).
+      const body = `${head}${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}}`;
       fan.bodies.push(body);
       fan.layout.push([e.eventType, body.length]);
       if (fan.bodies.length >= FANOUT_CHUNK) {
