@@ -435,55 +435,72 @@ export class Dispatcher implements Worker {
           ? 1
           : 0,
     );
-    const disabled = await this.storage.db.transaction().execute(async (trx) => {
-      for (const { delivery, outcome, at } of ordered) {
-        const claimId = delivery.claim_id!;
-        if (outcome === null) {
-          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
-            status: 'failed',
-            last_error: 'endpoint disabled or deleted',
-            completed_at: now,
-          });
-          continue;
-        }
-        await store.insertAttempt(trx, {
-          attempt_id: uuidv7(),
-          delivery_id: delivery.delivery_id,
-          webhook_id: delivery.webhook_id,
-          attempted_at: at,
-          status_code: outcome.statusCode,
-          latency_ms: outcome.latencyMs,
-          error: outcome.error,
-        });
-        const attempts = delivery.attempts + 1;
-        const common = {
-          attempts,
-          last_attempt_at: at,
-          last_status_code: outcome.statusCode,
-          last_error: outcome.error,
-        };
-        if (outcome.ok) {
-          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
-            ...common,
-            status: 'delivered',
-            completed_at: now,
-          });
-          this.metrics.deliveries.inc({ outcome: 'delivered' });
-        } else {
-          const next = afterFailure(this.config.retryScheduleS, attempts, now);
-          await store.settleDelivery(trx, delivery.delivery_id, claimId, {
-            ...common,
-            status: next.retry ? 'pending' : 'failed',
-            next_attempt_at: next.retry ? next.at : now,
-            completed_at: next.retry ? null : now,
-          });
-          this.metrics.deliveries.inc({ outcome: next.retry ? 'retrying' : 'failed' });
-          if (attempts > 1) retriedFailing.add(delivery.webhook_id);
-        }
-        health.set(delivery.webhook_id, outcome.ok);
+    const gone: Settled[] = [];
+    const attempted: store.AttemptResult[] = [];
+    for (const item of ordered) {
+      const { delivery, outcome, at } = item;
+      if (outcome === null) {
+        gone.push(item);
+        continue;
       }
+      const attempts = delivery.attempts + 1;
+      const attempt = {
+        attempt_id: uuidv7(),
+        delivery_id: delivery.delivery_id,
+        webhook_id: delivery.webhook_id,
+        attempted_at: at,
+        status_code: outcome.statusCode,
+        latency_ms: outcome.latencyMs,
+        error: outcome.error,
+      };
+      const claimId = delivery.claim_id!;
+      if (outcome.ok) {
+        attempted.push({
+          attempt,
+          claimId,
+          status: 'delivered',
+          attempts,
+          nextAttemptAt: null,
+          completedAt: now,
+        });
+      } else {
+        const next = afterFailure(this.config.retryScheduleS, attempts, now);
+        attempted.push({
+          attempt,
+          claimId,
+          status: next.retry ? 'pending' : 'failed',
+          attempts,
+          nextAttemptAt: next.retry ? next.at : now,
+          completedAt: next.retry ? null : now,
+        });
+        if (attempts > 1) retriedFailing.add(delivery.webhook_id);
+      }
+      health.set(delivery.webhook_id, outcome.ok);
+    }
+    const { dialect } = this.storage;
+    const disabled = await this.storage.db.transaction().execute(async (trx) => {
+      if (this.storage.skipLocked)
+        await store.lockDeliveries(
+          trx,
+          dialect,
+          ordered.map((i) => i.delivery.delivery_id),
+        );
+      // Endpoint disabled or deleted before the attempt (rare): one by one.
+      for (const { delivery } of gone) {
+        await store.settleDelivery(trx, delivery.delivery_id, delivery.claim_id!, {
+          status: 'failed',
+          last_error: 'endpoint disabled or deleted',
+          completed_at: now,
+        });
+      }
+      await store.settleAttempted(trx, dialect, attempted);
       return this.recordHealth(trx, health, retriedFailing, now);
     });
+    for (const r of attempted) {
+      this.metrics.deliveries.inc({
+        outcome: r.status === 'delivered' ? 'delivered' : r.status === 'pending' ? 'retrying' : 'failed',
+      });
+    }
     for (const e of disabled.off) {
       this.logger.warn(
         { webhookId: e.webhook_id, tenantId: e.tenant_id, failingForS: this.config.disableAfterS },

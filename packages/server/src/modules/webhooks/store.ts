@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, Storage } from '../../storage/index.ts';
+import { type Database, type DialectName, StatementFamily, type Storage } from '../../storage/index.ts';
 import type {
   WebhookAttemptsTable,
   WebhookDeliveriesTable,
@@ -243,8 +243,104 @@ export async function releaseClaims(db: Db, claims: { deliveryId: string; claimI
   }
 }
 
-export async function insertAttempt(db: Db, row: AttemptRow) {
-  await db.insertInto('webhook_attempts').values(row).execute();
+/** Rows per statement of `settleAttempted` (9 or 7 parameters each: inside every backend's limit). */
+const RESULTS_CHUNK = 500;
+
+const ATTEMPT_COLUMNS = [
+  'attempt_id',
+  'delivery_id',
+  'webhook_id',
+  'attempted_at',
+  'status_code',
+  'latency_ms',
+  'error',
+] as const satisfies readonly (keyof AttemptRow)[];
+
+const INSERT_ATTEMPTS = new StatementFamily(
+  (n) =>
+    `insert into webhook_attempts (${ATTEMPT_COLUMNS.join(', ')}) values ${Array.from(
+      { length: n },
+      () => `(${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`,
+    ).join(', ')}`,
+);
+
+/** Each value typed, so PostgreSQL reads the parameters of the `values` list as the columns' types. */
+const SETTLE_VALUES =
+  '(cast(? as text), cast(? as text), cast(? as text), cast(? as integer), cast(? as bigint), ' +
+  'cast(? as integer), cast(? as text), cast(? as bigint), cast(? as bigint))';
+
+/** Many attempted deliveries settled by one update, each only while its claim holds. */
+const SETTLE_ATTEMPTED = new StatementFamily(
+  (n) =>
+    'with v (delivery_id, claim_id, status, attempts, last_attempt_at, last_status_code, last_error, ' +
+    `next_attempt_at, completed_at) as (values ${Array(n).fill(SETTLE_VALUES).join(', ')}) ` +
+    'update webhook_deliveries set status = v.status, attempts = v.attempts, ' +
+    'last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error, ' +
+    'next_attempt_at = coalesce(v.next_attempt_at, webhook_deliveries.next_attempt_at), ' +
+    'completed_at = v.completed_at, claim_id = null from v ' +
+    'where webhook_deliveries.delivery_id = v.delivery_id and webhook_deliveries.claim_id = v.claim_id',
+);
+
+const LOCK_DELIVERIES = new StatementFamily(
+  (n) =>
+    `select delivery_id from webhook_deliveries where delivery_id in (${Array(n).fill('?').join(', ')}) ` +
+    'order by delivery_id for update',
+);
+
+/**
+ * Locks delivery rows in id order (PostgreSQL: `select … order by delivery_id for update`), the order a
+ * replay takes them in: an update of several by `in (…)` or a join locks them in the plan's order.
+ */
+export async function lockDeliveries(db: Db, dialect: DialectName, deliveryIds: readonly string[]) {
+  const sorted = [...deliveryIds].sort();
+  for (let i = 0; i < sorted.length; i += RESULTS_CHUNK) {
+    const chunk = sorted.slice(i, i + RESULTS_CHUNK);
+    await LOCK_DELIVERIES.of(chunk.length).run(db, dialect, chunk);
+  }
+}
+
+/** A claimed delivery's attempt and the state it leaves the delivery in. */
+export interface AttemptResult {
+  attempt: AttemptRow;
+  claimId: string;
+  status: 'delivered' | 'pending' | 'failed';
+  /** Attempts since the delivery was (re)queued, this one included. */
+  attempts: number;
+  /** When it is due again; null keeps the time the claim gave it (a settled delivery is never due). */
+  nextAttemptAt: number | null;
+  completedAt: number | null;
+}
+
+/**
+ * Settles attempted deliveries and records their attempts, a few statements for any number (fixed SQL,
+ * no query builder: the dispatcher's results are its hottest write). A delivery whose claim no longer
+ * holds (retried, replayed, deleted) is left alone; its attempt is recorded all the same. Where rows
+ * lock, the caller locks them first (`lockDeliveries`).
+ */
+export async function settleAttempted(db: Db, dialect: DialectName, results: readonly AttemptResult[]) {
+  for (let i = 0; i < results.length; i += RESULTS_CHUNK) {
+    const chunk = results.slice(i, i + RESULTS_CHUNK);
+    await SETTLE_ATTEMPTED.of(chunk.length).run(
+      db,
+      dialect,
+      chunk.flatMap((r) => [
+        r.attempt.delivery_id,
+        r.claimId,
+        r.status,
+        r.attempts,
+        r.attempt.attempted_at,
+        r.attempt.status_code,
+        r.attempt.error,
+        r.nextAttemptAt,
+        r.completedAt,
+      ]),
+    );
+    await INSERT_ATTEMPTS.of(chunk.length).run(
+      db,
+      dialect,
+      chunk.flatMap((r) => ATTEMPT_COLUMNS.map((c) => r.attempt[c])),
+    );
+  }
 }
 
 /** Settles a claimed delivery; does nothing when the claim no longer holds (retried, replayed, deleted). */
