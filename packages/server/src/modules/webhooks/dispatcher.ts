@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { uuidv7 } from 'uuidv7';
@@ -119,6 +120,8 @@ export class Dispatcher implements Worker {
     );
     this.maxHeldPerEndpoint = config.endpointConcurrency * factor;
     this.maxHeld = config.concurrency * factor;
+    // Each attempt in flight listens for the stop (sender.ts), up to `concurrency` at once.
+    setMaxListeners(config.concurrency + 1, this.stop$.signal);
     // Results of concurrent attempts share one transaction (one writer on SQLite).
     this.settle = new Batcher(
       async (items) => {
