@@ -7,6 +7,7 @@ import pino from 'pino';
 import type { Clock } from '../../src/clock.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type RunningServer, startServer } from '../../src/server.ts';
+import { openStorage, type Storage } from '../../src/storage/index.ts';
 import { dropSchema } from './schema.ts';
 
 export type Backend = 'sqlite' | 'postgres';
@@ -46,6 +47,16 @@ export function freshStore(backend: Backend) {
       if (schema) await dropSchema(schema);
     },
   };
+}
+
+/** A `freshStore` opened (and migrated) in this process: for tests of the store's own queries. */
+export function openFreshStore(backend: Backend, store: ReturnType<typeof freshStore>): Promise<Storage> {
+  return openStorage({
+    databaseUrl: backend === 'postgres' ? (process.env.DATABASE_URL ?? null) : null,
+    databaseSchema: store.schema ?? 'public',
+    dataDir: store.dataDir,
+    sqliteSynchronous: 'NORMAL',
+  });
 }
 
 /** Starts a real server on an ephemeral port with its own store. */

@@ -22,8 +22,8 @@ import * as rewards from '../../src/modules/rewards/store.ts';
 import * as sessions from '../../src/modules/sessions/store.ts';
 import * as streams from '../../src/modules/streams/store.ts';
 import * as webhooks from '../../src/modules/webhooks/store.ts';
-import { type Database, openStorage, type Storage } from '../../src/storage/index.ts';
-import { type Backend, backends, freshStore } from '../helpers/server.ts';
+import type { Database, Storage } from '../../src/storage/index.ts';
+import { type Backend, backends, freshStore, openFreshStore } from '../helpers/server.ts';
 
 /**
  * Every list reads one index range in the list's order (migration 008, storage/README.md "List
@@ -490,12 +490,7 @@ describe.each(backends)('list query plans on %s', (backend) => {
   let storage: Storage;
 
   beforeAll(async () => {
-    storage = await openStorage({
-      databaseUrl: backend === 'postgres' ? (process.env.DATABASE_URL ?? null) : null,
-      databaseSchema: store.schema ?? 'public',
-      dataDir: store.dataDir,
-      sqliteSynchronous: 'NORMAL',
-    });
+    storage = await openFreshStore(backend, store);
     await seedAll(storage.db);
   }, 120_000);
 

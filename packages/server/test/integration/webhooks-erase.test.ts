@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eraseUnsent } from '../../src/modules/webhooks/erase.ts';
 import { messagesOf } from '../../src/modules/webhooks/fanout.ts';
-import { openStorage, type Storage } from '../../src/storage/index.ts';
-import { backends, freshStore } from '../helpers/server.ts';
+import type { Storage } from '../../src/storage/index.ts';
+import { backends, freshStore, openFreshStore } from '../helpers/server.ts';
 
 /**
  * A player's erasure in the webhook tables (CONTRACT §16: "nothing of the player survives in the
@@ -16,12 +16,7 @@ describe.each(backends)('webhook erasure (%s)', (backend) => {
   const store = freshStore(backend);
   let storage: Storage;
   beforeAll(async () => {
-    storage = await openStorage({
-      databaseUrl: backend === 'postgres' ? (process.env.DATABASE_URL ?? null) : null,
-      databaseSchema: store.schema ?? 'public',
-      dataDir: store.dataDir,
-      sqliteSynchronous: 'NORMAL',
-    });
+    storage = await openFreshStore(backend, store);
   });
   afterAll(async () => {
     await storage?.close();

@@ -5,8 +5,8 @@ import {
   lockDeliveries,
   settleAttempted,
 } from '../../src/modules/webhooks/store.ts';
-import { openStorage, type Storage } from '../../src/storage/index.ts';
-import { type Backend, backends, freshStore } from '../helpers/server.ts';
+import type { Storage } from '../../src/storage/index.ts';
+import { type Backend, backends, freshStore, openFreshStore } from '../helpers/server.ts';
 
 /**
  * The dispatcher's results are written a few statements for any number of them (`settleAttempted`:
@@ -19,12 +19,7 @@ describe.each(backends)('settling attempted webhook deliveries (%s)', (backend: 
   let storage: Storage;
 
   beforeAll(async () => {
-    storage = await openStorage({
-      databaseUrl: backend === 'postgres' ? (process.env.DATABASE_URL ?? null) : null,
-      databaseSchema: store.schema ?? 'public',
-      dataDir: store.dataDir,
-      sqliteSynchronous: 'NORMAL',
-    });
+    storage = await openFreshStore(backend, store);
   });
   afterAll(async () => {
     await storage?.close();
