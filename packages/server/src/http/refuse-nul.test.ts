@@ -21,7 +21,7 @@ describe('refuseNul', () => {
 
   it('names the place of U+0000 in a value, a key, an array, the query and the path', async () => {
     expect(await refusal(request({ events: [{ id: 'a' }, { id: 'b', x: 'n\u0000' }] }))).toBe('events[1].x');
-    expect(await refusal(request({ events: [{ ['k\u0000']: 1 }] }))).toBe('events[0].k\u0000');
+    expect(await refusal(request({ events: [{ 'k\u0000': 1 }] }))).toBe('events[0].k\u0000');
     expect(await refusal(request({ a: [[['\u0000']]] }))).toBe('a[0][0][0]');
     expect(await refusal(request({}, { after: 'x\u0000' }))).toBe('query.after');
     expect(await refusal(request({}, {}, { sessionId: '\u0000' }))).toBe('path.sessionId');
