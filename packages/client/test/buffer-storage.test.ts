@@ -6,7 +6,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { fileEventStorage } from '../src/file-storage.ts';
 import type { DroppedEvents } from '../src/index.ts';
 import { fakeLivelineFixture } from './fake-liveline.ts';
@@ -16,9 +16,11 @@ let directory: string;
 
 beforeEach(async () => {
   directory = await mkdtemp(join(tmpdir(), 'liveline-buffer-'));
-});
-afterEach(async () => {
-  await rm(directory, { recursive: true, force: true });
+  // Removed after every afterEach hook, the fixture's included: a device left open by a test is closed
+  // (and has written its last) first. An afterEach here would run before the fixture's (vitest runs
+  // "after" hooks in reverse order) and race the device's writes into the directory (ENOTEMPTY).
+  const dir = directory;
+  return () => rm(dir, { recursive: true, force: true });
 });
 
 async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
