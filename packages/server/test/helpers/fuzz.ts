@@ -99,8 +99,26 @@ export class FuzzWorld {
     return res.body;
   }
 
-  /** Brings back whatever the last requests took away (each check is one cheap request). */
+  /**
+   * Brings back whatever the last requests took away (each check is one cheap request). Some of it
+   * goes in the background: after a fuzzed erasure of the player, its job also erases the sessions
+   * started within the erasure's second (players/service.ts), so a session this makes right after
+   * one can vanish between its check and the command made on it (404 "No such session"). A step that
+   * fails starts the checks over from the next whole second, a few times, before the world gives up.
+   */
   async ensure() {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.ensureOnce();
+        return;
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 1050 - (Date.now() % 1000)));
+      }
+    }
+  }
+
+  private async ensureOnce() {
     const { base } = this;
     if ((await this.tenant('GET', '/sessions/active')).status === 401) {
       const fresh = await createTenantClient(base, this.adminToken, this.tenantId);
