@@ -41,6 +41,14 @@ export class StatementFamily {
 
   constructor(private readonly make: (count: number) => string) {}
 
+  /** `insert into <table> (<columns>) values (?, …), (?, …)…`: one statement per number of rows. */
+  static insert(table: string, columns: readonly string[]): StatementFamily {
+    const row = `(${columns.map(() => '?').join(', ')})`;
+    return new StatementFamily(
+      (n) => `insert into ${table} (${columns.join(', ')}) values ${Array(n).fill(row).join(', ')}`,
+    );
+  }
+
   of(count: number): Statement {
     let statement = this.made.get(count);
     if (!statement) {

@@ -31,13 +31,7 @@ const COLUMNS = [
   'batch_id',
 ] as const satisfies readonly (keyof CommandRow)[];
 
-const INSERT = new StatementFamily(
-  (n) =>
-    `insert into commands (${COLUMNS.join(', ')}) values ${Array.from(
-      { length: n },
-      () => `(${COLUMNS.map(() => '?').join(', ')})`,
-    ).join(', ')}`,
-);
+const INSERT = StatementFamily.insert('commands', COLUMNS);
 
 /** The statements that insert command rows, many per statement (fixed SQL, no query builder). */
 export function insertStatements(dialect: DialectName, rows: CommandRow[]): CompiledStatement[] {

@@ -256,13 +256,7 @@ const ATTEMPT_COLUMNS = [
   'error',
 ] as const satisfies readonly (keyof AttemptRow)[];
 
-const INSERT_ATTEMPTS = new StatementFamily(
-  (n) =>
-    `insert into webhook_attempts (${ATTEMPT_COLUMNS.join(', ')}) values ${Array.from(
-      { length: n },
-      () => `(${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`,
-    ).join(', ')}`,
-);
+const INSERT_ATTEMPTS = StatementFamily.insert('webhook_attempts', ATTEMPT_COLUMNS);
 
 /** Each value typed, so PostgreSQL reads the parameters of the `values` list as the columns' types. */
 const SETTLE_VALUES =
