@@ -19,6 +19,7 @@ import {
 } from './http/openapi.ts';
 import { pagesPlugin } from './http/pages.ts';
 import { problems } from './http/problem.ts';
+import { rememberJsonText } from './http/raw-json.ts';
 import { ProblemSchema, problemResponses } from './http/schemas.ts';
 import { buildSerializer } from './http/serialization.ts';
 import { buildValidator, refuseNul } from './http/validation.ts';
@@ -101,8 +102,12 @@ export async function buildApp(
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') done(null, undefined);
-    else parseJson(request, body as string, done);
+    if (body === '') return done(null, undefined);
+    // The text is kept beside the value: ingestion stores events as written (modules/events).
+    parseJson(request, body as string, (err, value) => {
+      if (!err) rememberJsonText(value, body as string);
+      done(err, value);
+    });
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);

@@ -9,3 +9,15 @@ import type { FastifyReply } from 'fastify';
 export function sendRawJson(reply: FastifyReply, payload: string | Readable) {
   return reply.type('application/json; charset=utf-8').send(payload as never);
 }
+
+const texts = new WeakMap<object, string>();
+
+/** Remembers the JSON text a request body was parsed from (the app's JSON parser does, for every body). */
+export function rememberJsonText(value: unknown, text: string) {
+  if (typeof value === 'object' && value !== null) texts.set(value, text);
+}
+
+/** The JSON text `value` (a parsed request body) was parsed from, if the JSON parser saw it. */
+export function jsonTextOf(value: unknown): string | undefined {
+  return typeof value === 'object' && value !== null ? texts.get(value) : undefined;
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createTenant, deviceToken, type TenantFixture } from '../helpers/api.ts';
+import { TestSocket } from '../helpers/device-socket.ts';
 import { backends, startTestServer, type TestServer } from '../helpers/server.ts';
 
 type Json = Record<string, unknown>;
@@ -111,6 +112,79 @@ describe.each(backends)('event ingestion and queries (%s)', (backend) => {
       accepted: 1,
       duplicates: 0,
     });
+  });
+
+  it('stores each event as the client wrote it, with its session, and the live stream stamped', async () => {
+    const sessionId = await newSession();
+    const t = now();
+    // The client's own key order, escapes, characters beyond ASCII, numbers in exponent form.
+    const compact = [
+      { custom01: 'é "q" \\ 😀 \u2028', timestamp: t, id: 'k1', eventType: 'Custom' },
+      { eventType: 'Health', fps: 60.5, id: 'k2', timestamp: t + 1, cpuUsage: 1e-7 },
+    ];
+    expect((await post(sessionId, { events: compact })).body).toEqual({ accepted: 2, duplicates: 0 });
+    // Pretty-printed, and an event naming its session (in upper case): serialized as before.
+    const pretty = [
+      { id: 'k3', eventType: 'Custom', timestamp: t + 2, custom02: 'x' },
+      { id: 'k4', eventType: 'Custom', timestamp: t + 3, sessionId: sessionId.toUpperCase() },
+    ];
+    const prettyAnswer = await call(base, 'POST', `/sessions/${sessionId}/Events`, {
+      token: device,
+      body: JSON.stringify({ events: pretty }, null, 2),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(prettyAnswer.body).toEqual({ accepted: 2, duplicates: 0 });
+    // While a stream is live, an event without a stream of its own gets the live one.
+    const socket = await TestSocket.open(base, sessionId, device);
+    try {
+      await socket.ofType('welcome');
+      const started = await call(base, 'POST', `/client/v1/sessions/${sessionId}/stream/start`, {
+        token: device,
+        json: { resolution: 2, aspectratio: 0 },
+      });
+      expect(started.status).toBe(200);
+      const stream = String(started.body.streamingSessionId);
+      const own = '0190a3c2-7b7e-7c3e-8f00-0000000000dd';
+      const live = [
+        { id: 'k5', eventType: 'Custom', timestamp: t + 4 },
+        {
+          id: 'k6',
+          eventType: 'Screenshot',
+          timestamp: t + 5,
+          imageUrl: 'https://e.com/a.png',
+          streamingSessionId: own,
+        },
+      ];
+      expect((await post(sessionId, { events: live })).body).toEqual({ accepted: 2, duplicates: 0 });
+      const listed = await call<{ events: Json[] }>(
+        base,
+        'GET',
+        `/sessions/${sessionId}/events?eventType=Custom&from=${t + 4}`,
+        {
+          token: tenant.token,
+        },
+      );
+      expect(listed.body.events).toEqual([{ ...live[0], sessionId, streamingSessionId: stream }]);
+      const all = await call<{ events: Json[] }>(base, 'GET', `/sessions/${sessionId}/events?from=${t}`, {
+        token: tenant.token,
+      });
+      expect(all.body.events.filter((e) => e.eventType !== 'StreamStarted')).toEqual([
+        ...compact.map((e) => ({ ...e, sessionId })),
+        ...pretty.map((e) => ({ ...e, sessionId })),
+        { ...live[0], sessionId, streamingSessionId: stream },
+        { ...live[1], sessionId },
+      ]);
+    } finally {
+      socket.close();
+    }
+    // Stored bodies stay one line each (NDJSON exports) whatever the request's layout.
+    const bodies = await server.services.storage.db
+      .selectFrom('events')
+      .select('body')
+      .where('session_id', '=', sessionId)
+      .execute();
+    expect(bodies.length).toBeGreaterThanOrEqual(6);
+    for (const { body } of bodies) expect(body).not.toMatch(/[\n\r]/);
   });
 
   it('concurrent batches are group-committed and each gets its own counts', async () => {

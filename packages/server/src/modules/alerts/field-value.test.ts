@@ -40,4 +40,10 @@ describe('fieldValue', () => {
         expect(fieldValue(text, keyOf(field), fieldsStart(text)), field).toEqual(parsed[field]);
       }
     });
+
+  it('finds a field before the timestamp in a body stored in the client’s order', () => {
+    const text = '{"sessionId":"s","fps":30,"id":"a","eventType":"Health","timestamp":1,"cpuUsage":5}';
+    expect(fieldValue(text, keyOf('fps'), fieldsStart(text))).toBe(30);
+    expect(fieldValue(text, keyOf('cpuUsage'), fieldsStart(text))).toBe(5);
+  });
 });

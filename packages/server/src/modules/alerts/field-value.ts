@@ -1,8 +1,9 @@
 /**
  * One field's value read from an event's stored JSON without parsing all of it: ingestion evaluates
- * every watched event, and most are read for nothing. The body is what the events module wrote with
- * `JSON.stringify` of a flat object whose keys come from the event schemas, so `"<field>":` occurs
- * only as that key (a quote inside a string is escaped). Undefined when the event has no such field.
+ * every watched event, and most are read for nothing. The body is compact JSON (`JSON.stringify`, or
+ * the client's own text without whitespace between tokens: events module, `eventSpans`) of a flat
+ * object whose keys come from the event schemas, so `"<field>":` occurs only as that key (a quote
+ * inside a string is escaped). Undefined when the event has no such field.
  */
 export function fieldValue(body: string, key: string, from = 0): unknown {
   const at = body.indexOf(key, from);
@@ -33,9 +34,12 @@ export function fieldValue(body: string, key: string, from = 0): unknown {
 
 /**
  * Where an event's own fields begin in its stored JSON: after the common ones the events module
- * writes first (`id`, `sessionId`, `eventType`, `timestamp`), so that `fieldValue` need not search them.
+ * writes first when it serializes an event (`id`, `sessionId`, `eventType`, `timestamp`), so that
+ * `fieldValue` need not search them. An event stored as the client wrote it starts with `sessionId`
+ * and keeps the client's order: its fields may be anywhere.
  */
 export function fieldsStart(body: string): number {
+  if (!body.startsWith('{"id":')) return 0;
   const at = body.indexOf('"timestamp":');
   return at < 0 ? 0 : at;
 }

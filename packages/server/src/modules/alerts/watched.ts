@@ -9,16 +9,20 @@ export interface StoredRow {
   event_type: string;
   timestamp: number;
   body: string;
+  /** The stream the event belongs to (its own, or the one ingestion stamped), when handed over. */
+  streaming_session_id?: string | null;
   /** The event's validated own fields, when ingestion hands them over (no need to read `body`). */
   fields?: Readonly<Record<string, unknown>>;
 }
 
 /**
- * One field's value of a stored event: from its validated fields when ingestion handed them over,
- * else (and for `streamingSessionId`, which ingestion may stamp into the body) from its JSON.
+ * One field's value of a stored event: from its validated fields when ingestion handed them over
+ * (`streamingSessionId`, which ingestion may stamp, from its column), else from its JSON.
  */
 function fieldOf(row: StoredRow, field: string, key: string, from: number): unknown {
-  if (row.fields && field !== 'streamingSessionId') return row.fields[field];
+  if (field === 'streamingSessionId') {
+    if (row.streaming_session_id !== undefined) return row.streaming_session_id ?? undefined;
+  } else if (row.fields) return row.fields[field];
   return fieldValue(row.body, key, from < 0 ? fieldsStart(row.body) : from);
 }
 

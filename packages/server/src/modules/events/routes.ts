@@ -3,7 +3,7 @@ import { ServerEventSchema } from '@liveline/protocol';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { problems } from '../../http/problem.ts';
-import { sendRawJson } from '../../http/raw-json.ts';
+import { jsonTextOf, sendRawJson } from '../../http/raw-json.ts';
 import { Count, Nullable, problemResponses, Uuid } from '../../http/schemas.ts';
 import { handlerValidatesBody } from '../../http/validation.ts';
 import { EventBatchSchema, EventSchema } from './event-types.ts';
@@ -50,7 +50,8 @@ function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPl
     const principal = request.principal;
     const session = await sessions.findForPrincipal(principal, sessionId);
     if (!session) throw problems.notFound('session');
-    return events.ingestBatch(session, request.body, principal?.kind === 'device' ? 'device' : 'tenant');
+    const source = principal?.kind === 'device' ? 'device' : 'tenant';
+    return events.ingestBatch(session, request.body, source, jsonTextOf(request.body));
   }
 
   const ingestSchema = (operationId: string, params: ReturnType<typeof Type.Object>) => ({

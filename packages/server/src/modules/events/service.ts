@@ -52,18 +52,33 @@ export function eventBody(target: EventTarget, e: ValidEvent): Record<string, un
   return body;
 }
 
-function toRow(target: EventTarget, e: ValidEvent, receivedAt: number): EventRow {
-  const body = eventBody(target, e);
+/** The row an event is stored as (its body as the client wrote it when `e.text` is known). */
+export function toRow(target: EventTarget, e: ValidEvent, receivedAt: number): EventRow {
+  const own = e.fields.streamingSessionId;
+  // The stream live at ingestion is stamped on an event that names none of its own.
+  const stamped = own === undefined ? target.streamingSessionId : null;
+  const stream = own === undefined ? stamped : own;
   return {
     session_id: target.sessionId,
     event_id: e.id,
     event_type: e.eventType,
     timestamp: e.timestamp,
-    streaming_session_id: typeof body.streamingSessionId === 'string' ? body.streamingSessionId : null,
+    streaming_session_id: typeof stream === 'string' ? stream : null,
     received_at: receivedAt,
-    body: JSON.stringify(body),
+    body: e.text === undefined ? JSON.stringify(eventBody(target, e)) : bodyFromText(target, e.text, stamped),
     fields: e.fields,
   };
+}
+
+/**
+ * The stored body of an event taken as the client wrote it (`ValidEvent.text`): the session id first,
+ * then the event's own text, then the stamped stream if there is one. The same members as
+ * `eventBody`, in the client's order.
+ */
+function bodyFromText(target: EventTarget, text: string, stamped: string | null): string {
+  const head = `{"sessionId":${JSON.stringify(target.sessionId)},`;
+  if (stamped === null) return head + text.slice(1);
+  return `${head}${text.slice(1, -1)},"streamingSessionId":${JSON.stringify(stamped)}}`;
 }
 
 export interface EventsOptions {
@@ -114,14 +129,20 @@ export class EventsService {
 
   /**
    * Validates and stores one batch for a session — the same rules over HTTP and over the device's
-   * socket. Throws a problem (nothing stored) for a bad batch.
+   * socket. Throws a problem (nothing stored) for a bad batch. `text`: the body's JSON as received,
+   * when known (events are then stored as written, not serialized again).
    */
-  async ingestBatch(session: EventSession, body: unknown, source: Exclude<EventSource, 'server'>) {
-    const checked = validateEventBatch(body, {
-      sessionId: session.sessionId,
-      now: this.clock.now(),
-      maxEvents: this.options.maxEventsPerBatch,
-    });
+  async ingestBatch(
+    session: EventSession,
+    body: unknown,
+    source: Exclude<EventSource, 'server'>,
+    text?: string,
+  ) {
+    const checked = validateEventBatch(
+      body,
+      { sessionId: session.sessionId, now: this.clock.now(), maxEvents: this.options.maxEventsPerBatch },
+      text,
+    );
     if (!checked.ok) {
       const first = checked.errors[0];
       const more = checked.errors.length > 1 ? ` (and ${checked.errors.length - 1} more)` : '';

@@ -9,6 +9,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Type } from 'typebox';
 import type { FieldError } from '../../http/problem.ts';
 import { ajvErrorsToFieldErrors, bodyAjv } from '../../http/validation.ts';
+import { eventSpans } from './event-text.ts';
 import {
   CLIENT_EVENT_SCHEMAS,
   CLIENT_EVENT_TYPES,
@@ -24,6 +25,12 @@ export interface ValidEvent {
   timestamp: number;
   /** type-specific fields as sent (without id/eventType/timestamp/sessionId) */
   fields: Record<string, unknown>;
+  /**
+   * The event's JSON exactly as the client wrote it, when the batch's text was given and the event
+   * is compact and names no `sessionId` of its own (see `eventSpans`): stored with the session id
+   * spliced in rather than serialized again.
+   */
+  text?: string;
 }
 
 export type BatchValidation =
@@ -198,7 +205,7 @@ function fieldsOf(ev: Record<string, unknown>): Record<string, unknown> {
  * Validates a whole ingestion body `{events: [...]}`. All-or-nothing: either every event is valid and
  * returned, or the (at most 50) problems are returned with paths like `events[3].timestamp`.
  */
-export function validateEventBatch(body: unknown, ctx: BatchContext): BatchValidation {
+export function validateEventBatch(body: unknown, ctx: BatchContext, text?: string): BatchValidation {
   const errs = new Errors();
   if (!isObject(body)) {
     errs.add('', 'must be an object with an "events" array');
@@ -267,5 +274,18 @@ export function validateEventBatch(body: unknown, ctx: BatchContext): BatchValid
     }
     if (errs.saturated) break;
   }
-  return errs.any ? errs.result() : { ok: true, events: valid };
+  if (errs.any) return errs.result();
+  if (text !== undefined) attachTexts(valid, events, text);
+  return { ok: true, events: valid };
+}
+
+/** Gives each valid event its text as sent, where `text` (the whole body) allows it. */
+function attachTexts(valid: ValidEvent[], events: unknown[], text: string) {
+  const spans = eventSpans(text);
+  if (spans === null || spans.length !== 2 * valid.length) return;
+  for (let i = 0; i < valid.length; i++) {
+    if ((events[i] as Record<string, unknown>).sessionId === undefined) {
+      valid[i].text = text.slice(spans[2 * i], spans[2 * i + 1]);
+    }
+  }
 }

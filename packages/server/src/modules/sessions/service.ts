@@ -217,12 +217,12 @@ export class SessionsService {
     await store.touchSession(this.storage.db, sessionId, this.clock.now());
   }
 
-  /** Records device contact of many sessions inside the caller's transaction (in the given order). */
+  /** Records device contact of many sessions, each at its own time, inside the caller's transaction. */
   async touchAll(trx: Kysely<Database>, contacts: Map<string, number>) {
-    // In session id order, the order every multi-row touch locks rows in (PostgreSQL's index scan of
-    // `session_id in (…)`): concurrent ingestion groups and the contact flush never deadlock.
+    // In session id order, the order every multi-row touch locks rows in: concurrent ingestion
+    // groups and the contact flush never deadlock.
     const ordered = [...contacts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    for (const [sessionId, at] of ordered) await store.touchSession(trx, sessionId, at);
+    await store.touchEach(trx, this.storage.dialect, ordered);
   }
 
   /**

@@ -3,6 +3,8 @@ import { uuidv7 } from 'uuidv7';
 import type { PageRequest } from '../../http/pagination.ts';
 import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
+import { StatementFamily } from '../../storage/statement.ts';
+import type { DialectName } from '../../storage/storage.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
@@ -93,6 +95,41 @@ export async function touchSessions(
       .execute();
     await touch(trx);
   });
+}
+
+/** Contacts per statement of `touchEach` (2 parameters each: inside every backend's limit). */
+const TOUCH_CHUNK = 500;
+
+const TOUCH_EACH = new StatementFamily(
+  (n) =>
+    `with v (session_id, at) as (values ${Array(n).fill('(cast(? as text), cast(? as bigint))').join(', ')}) ` +
+    'update sessions set last_seen_at = v.at from v ' +
+    'where sessions.session_id = v.session_id and sessions.last_seen_at < v.at',
+);
+
+const LOCK_SESSIONS = new StatementFamily(
+  (n) =>
+    `select session_id from sessions where session_id in (${Array(n).fill('?').join(', ')}) ` +
+    'order by session_id collate "C" for update',
+);
+
+/**
+ * Records contact for many sessions, each at its own time (never moving lastSeenAt back): a statement
+ * per 500 sessions, not one each (an ingestion group's touch; fixed SQL, no query builder). `contacts`
+ * in session id order; on PostgreSQL the rows are locked in that order first, as `touchSessions` does.
+ */
+export async function touchEach(db: Kysely<Database>, dialect: DialectName, contacts: [string, number][]) {
+  for (let i = 0; i < contacts.length; i += TOUCH_CHUNK) {
+    const chunk = contacts.slice(i, i + TOUCH_CHUNK);
+    if (dialect === 'postgres') {
+      await LOCK_SESSIONS.of(chunk.length).run(
+        db,
+        dialect,
+        chunk.map(([sessionId]) => sessionId),
+      );
+    }
+    await TOUCH_EACH.of(chunk.length).run(db, dialect, chunk.flat());
+  }
 }
 
 /** Ends a live session. Returns the ended row, or undefined when it was not live (already ended). */
