@@ -26,6 +26,11 @@ interface Waiting<T, R> {
   reject: (e: unknown) => void;
 }
 
+/** The time over which `utilization` is weighted (exponentially). */
+const UTILIZATION_WINDOW_MS = 100;
+/** A writer idle this long is not busy, whatever its last batches were. */
+const UTILIZATION_IDLE_MS = 100;
+
 /** Links a batch's span keeps to the spans of the requests that shared it. */
 const MAX_LINKS = 128;
 
@@ -38,6 +43,10 @@ const MAX_LINKS = 128;
 export class Batcher<T, R> {
   private queue: Waiting<T, R>[] = [];
   private inFlight = 0;
+  /** Share of time batches were in flight, exponentially weighted over time (`utilization`). */
+  private busyShare = 0;
+  private busySince = 0;
+  private idleSince = performance.now();
   private readonly options: Required<Omit<BatcherOptions<T>, 'weight'>> & Pick<BatcherOptions<T>, 'weight'>;
   private readonly spanName: string;
 
@@ -69,12 +78,39 @@ export class Batcher<T, R> {
   private pump() {
     while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
       const batch = this.take();
-      this.inFlight++;
+      if (this.inFlight++ === 0) this.busySince = performance.now();
       void this.flush(batch).finally(() => {
-        this.inFlight--;
+        if (--this.inFlight === 0) this.wentIdle();
         this.pump();
       });
     }
+  }
+
+  private wentIdle() {
+    const now = performance.now();
+    this.busyShare = this.blend(now);
+    this.idleSince = now;
+  }
+
+  /** `busyShare` with the period since the last batch ended (idle, then busy until `now`) counted in. */
+  private blend(now: number): number {
+    const busy = now - this.busySince;
+    const idle = this.busySince - this.idleSince;
+    // Weighted by time: the last ~UTILIZATION_WINDOW_MS count most, however many batches they held.
+    const weight = 1 - Math.exp(-(busy + idle) / UTILIZATION_WINDOW_MS);
+    return this.busyShare + weight * (busy / Math.max(busy + idle, 1e-3) - this.busyShare);
+  }
+
+  /**
+   * How busy the writer has been lately, 0 to 1: the share of time a batch was in flight (any, where
+   * several run at once), weighted towards the last ~100 ms; 0 after a pause of `UTILIZATION_IDLE_MS`.
+   * Near 1 while batches follow each other back to back (callers queue for the writer), low under a
+   * load it keeps up with.
+   */
+  utilization(): number {
+    const now = performance.now();
+    if (this.inFlight > 0) return this.blend(now);
+    return now - this.idleSince > UTILIZATION_IDLE_MS ? 0 : this.busyShare;
   }
 
   private take(): Waiting<T, R>[] {

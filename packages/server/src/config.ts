@@ -148,6 +148,11 @@ export interface WebhookConfig {
   endpointCacheTtlMs: number;
   /** Finished deliveries (and their attempts) older than this are deleted. */
   retentionDays: number;
+  /**
+   * While ingestion's group commit is saturated, the dispatcher claims and expands nothing new for up
+   * to this long after its last round (deliveries already claimed are still sent); 0: never gives way.
+   */
+  yieldMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -264,6 +269,7 @@ function loadWebhookConfig(env: Env): WebhookConfig {
     disableAfterS: int(env, 'LIVELINE_WEBHOOK_DISABLE_AFTER_S', 5 * 86400, 1, 365 * 86400),
     endpointCacheTtlMs: int(env, 'LIVELINE_WEBHOOK_CACHE_TTL_MS', 5000, 0, 3_600_000),
     retentionDays: int(env, 'LIVELINE_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
+    yieldMs: int(env, 'LIVELINE_WEBHOOK_YIELD_MS', 1000, 0, 60_000),
   };
 }
 

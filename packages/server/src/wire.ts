@@ -141,6 +141,8 @@ export function wire(s: Services) {
   });
   // A device's SessionEnd event is the session's end, in the transaction that stores it (no second
   // SessionEnd is emitted); the end is announced once committed.
+  // Deliveries wait while a flood of events saturates the store; the events are stored first.
+  webhooks.giveWayTo(() => events.ingestionLoad());
   events.onSessionEndEvent(async (trx, session, reason) => {
     const ended = await sessions.endIn(trx, session.sessionId, reason, { emit: false });
     return ended ? () => sessions.announceEnd(ended) : undefined;

@@ -111,6 +111,11 @@ export class EventWriter {
     this.sessionEndHandlers.push(handler);
   }
 
+  /** How busy the group commit has been lately, 0 to 1 (`Batcher.utilization`). */
+  utilization(): number {
+    return this.queue.utilization();
+  }
+
   /** Group-committed: resolves once the job's transaction committed (its `afterCommit` not yet run). */
   write(job: WriteJob): Promise<WriteResult> {
     return this.queue.submit(job);

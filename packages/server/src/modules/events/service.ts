@@ -114,6 +114,14 @@ export class EventsService {
     this.writer.addHook(hook);
   }
 
+  /**
+   * How busy ingestion's group commit has been lately, 0 to 1: near 1 while requests queue for the
+   * store back to back (a flood), low under a load it keeps up with. Background writers give way.
+   */
+  ingestionLoad(): number {
+    return this.writer.utilization();
+  }
+
   /** Called once a batch ingested by this process has committed (the live tail reads it then). */
   onIngested(listener: () => void) {
     this.ingested.push(listener);

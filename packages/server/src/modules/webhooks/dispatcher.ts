@@ -38,6 +38,10 @@ const EXPECT_RETRY_MS = 20;
 const SATURATED_EXPANSION_MS = 1000;
 /** Most claimed deliveries a process holds per in-flight slot (queued behind the attempts in flight). */
 const MAX_BUFFER_FACTOR = 4;
+/** Ingestion's load (`EventsService.ingestionLoad`) at which the dispatcher gives way (see `holdOff`). */
+const SATURATED_LOAD = 0.9;
+/** While giving way, how often the dispatcher looks again. */
+const GIVE_WAY_CHECK_MS = 50;
 
 interface Held {
   delivery: store.DeliveryRow;
@@ -97,6 +101,11 @@ export class Dispatcher implements Worker {
   private expectUntil = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
+  private giveWayTimer: NodeJS.Timeout | null = null;
+  /** Ingestion's load, 0 to 1 (set by the wiring: `giveWayTo`). */
+  private ingestionLoad: () => number = () => 0;
+  /** When the last round (claim and expansion) began. */
+  private lastRound = Number.NEGATIVE_INFINITY;
   private readonly stop$ = new AbortController();
   private readonly settle: Batcher<Settled, undefined>;
 
@@ -148,6 +157,17 @@ export class Dispatcher implements Worker {
     this.wake();
   }
 
+  /**
+   * Ingestion comes first: while its group commit is saturated (`load` ≥ 0.9: requests queue for the
+   * store back to back), no round claims or expands anything until `yieldMs` after the last one;
+   * deliveries already claimed are still sent and their results written. A flood is stored at nearly
+   * the speed it would be without endpoints, and its deliveries follow as it ebbs (and at least one
+   * round per `yieldMs` while it lasts); under a load the store keeps up with, nothing waits.
+   */
+  giveWayTo(load: () => number) {
+    this.ingestionLoad = load;
+  }
+
   /** Endpoints were added, changed or removed in this process (other processes' changes show within 2 s). */
   endpointsChanged() {
     this.endpointIds = null;
@@ -158,6 +178,7 @@ export class Dispatcher implements Worker {
     this.stopped = true;
     if (this.pollTimer) clearTimeout(this.pollTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.giveWayTimer) clearTimeout(this.giveWayTimer);
     this.stop$.abort();
     await this.round;
     const queued = [...this.queues.values()].flat();
@@ -189,6 +210,16 @@ export class Dispatcher implements Worker {
     let found = 0;
     do {
       this.again = false;
+      const wait = this.holdOff();
+      if (wait > 0) {
+        this.giveWayTimer ??= setTimeout(() => {
+          this.giveWayTimer = null;
+          this.wake();
+        }, wait);
+        this.giveWayTimer.unref();
+        return;
+      }
+      this.lastRound = performance.now();
       try {
         found += await this.claim();
         if (await this.shouldExpand()) {
@@ -209,6 +240,13 @@ export class Dispatcher implements Worker {
       }, EXPECT_RETRY_MS);
       this.retryTimer.unref();
     }
+  }
+
+  /** How long to give way to ingestion before the next round (`giveWayTo`); 0: go now. */
+  private holdOff(): number {
+    if (this.config.yieldMs === 0 || this.ingestionLoad() < SATURATED_LOAD) return 0;
+    const left = this.lastRound + this.config.yieldMs - performance.now();
+    return left > 0 ? Math.min(left, GIVE_WAY_CHECK_MS) : 0;
   }
 
   /**

@@ -202,6 +202,11 @@ export class WebhooksService {
     return eraseUnsent(this.storage.db, tenantId, needles, limit);
   }
 
+  /** The dispatcher gives way to ingestion while `load` (0 to 1) says it is saturated (`Dispatcher.giveWayTo`). */
+  giveWayTo(load: () => number) {
+    this.dispatcher.giveWayTo(load);
+  }
+
   /** The dispatcher, which sends due deliveries: start it with the process, stop it before storage closes. */
   workers(): Worker[] {
     return [this.dispatcher];
