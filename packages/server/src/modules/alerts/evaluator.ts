@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Outbox, OutboxMessage } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import { keyOf } from './field-value.ts';

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Static } from 'typebox';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import { enforceQuota } from '../../limits/quota.ts';
 import type { Outbox } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';

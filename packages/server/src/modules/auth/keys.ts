@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Storage } from '../../storage/index.ts';
 
 export const SIGNING_ALG = 'ES256';

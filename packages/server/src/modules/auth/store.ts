@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { PageRequest } from '../../http/pagination.ts';
 import { offsetOf } from '../../http/pagination.ts';
+import { uuidv7 } from '../../ids.ts';
 import { digestSecret, generateSecret } from '../../secrets.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { Scope } from './scopes.ts';

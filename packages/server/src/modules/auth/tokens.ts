@@ -1,6 +1,6 @@
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
+import { uuidv7 } from '../../ids.ts';
 import { type KeyRing, SIGNING_ALG } from './keys.ts';
 import { isScope, type Scope } from './scopes.ts';
 
@@ -87,21 +87,27 @@ export class TokenService {
 
   /** The principal a token stands for, or null when it is not a valid, unexpired token of ours. */
   async verify(token: string): Promise<TenantPrincipal | DevicePrincipal | null> {
-    const cached = this.verified.get(token);
-    if (cached) {
-      this.verified.delete(token);
-      // Not past its expiry, and its key still verifies (a key retired at once drops its tokens).
-      if (cached.expiresAt > this.clock.now() && this.keys.verifies(cached.kid)) {
-        this.verified.set(token, cached);
-        return cached.principal;
-      }
-    }
+    const known = this.remembered(token);
+    if (known) return known;
     const checked = await this.verifySignature(token);
     if (checked) {
       if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
       this.verified.set(token, checked);
     }
     return checked?.principal ?? null;
+  }
+
+  /**
+   * The principal of a token this process verified before, while it is unexpired and its key still
+   * verifies (a key retired at once drops its tokens); null when there is none (`verify` checks it).
+   */
+  remembered(token: string): TenantPrincipal | DevicePrincipal | null {
+    const cached = this.verified.get(token);
+    if (!cached) return null;
+    this.verified.delete(token);
+    if (cached.expiresAt <= this.clock.now() || !this.keys.verifies(cached.kid)) return null;
+    this.verified.set(token, cached);
+    return cached.principal;
   }
 
   private async verifySignature(token: string) {

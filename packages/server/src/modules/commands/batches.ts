@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import { ProblemError, problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Storage } from '../../storage/index.ts';
 import type { SessionRow } from '../sessions/index.ts';
 import type { BatchRow, RefusalRow } from './batch-store.ts';

@@ -1,9 +1,9 @@
 import { CompiledQuery, type Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { ProblemError, problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { CommandOutcome, SettledCommand, Signals } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { SessionRow } from '../sessions/index.ts';

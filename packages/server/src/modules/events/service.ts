@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { Metrics } from '../../http/metrics.ts';
 import { problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import {
   type EventRow,

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Job } from '../../jobs.ts';
 import type { Outbox } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';

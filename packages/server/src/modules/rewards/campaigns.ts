@@ -1,7 +1,7 @@
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import { enforceQuota } from '../../limits/quota.ts';
 import { digestSecret, generateSecret } from '../../secrets.ts';
 import type { Storage } from '../../storage/index.ts';

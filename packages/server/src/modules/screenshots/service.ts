@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { uuidv7 } from 'uuidv7';
 import type { BlobStore } from '../../blobs/index.ts';
 import type { Clock } from '../../clock.ts';
 import { problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import { readImageHeader } from '../../images/header.ts';
 import type { Job } from '../../jobs.ts';
 import type { Database, Storage } from '../../storage/index.ts';

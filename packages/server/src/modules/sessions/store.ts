@@ -1,6 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { PageRequest } from '../../http/pagination.ts';
+import { uuidv7 } from '../../ids.ts';
 import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
 import { StatementFamily } from '../../storage/statement.ts';

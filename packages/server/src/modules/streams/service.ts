@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import { type ProblemError, problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { SettledCommand } from '../../signals.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import type { EventsService } from '../events/index.ts';

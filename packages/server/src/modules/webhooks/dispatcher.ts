@@ -1,10 +1,10 @@
 import { setMaxListeners } from 'node:events';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { uuidv7 } from 'uuidv7';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { WebhookConfig } from '../../config.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Worker } from '../../jobs.ts';
 import type { OutboxMessage } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';

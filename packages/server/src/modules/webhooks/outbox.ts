@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import { type EndpointCache, type EndpointFilter, endpointFilter, matches } from './endpoint-cache.ts';

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { uuidv7 } from 'uuidv7';
 import type { Clock } from '../../clock.ts';
 import type { QuotaConfig, WebhookConfig } from '../../config.ts';
 import { problems } from '../../http/problem.ts';
+import { uuidv7 } from '../../ids.ts';
 import type { Job, Worker } from '../../jobs.ts';
 import { enforceQuota } from '../../limits/quota.ts';
 import { type Database, inSnapshot, type Storage } from '../../storage/index.ts';
