@@ -27,6 +27,10 @@ class LongFilesFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+    // A file whose suites all need PostgreSQL (`backends.filter(…)`) holds no test without DATABASE_URL:
+    // that is a pass on a newcomer's machine, not an error. CI cannot drop them: with CI set and no
+    // DATABASE_URL the helpers throw (test/helpers/server.ts), and .ci/run checks the PostgreSQL pass ran.
+    passWithNoTests: true,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

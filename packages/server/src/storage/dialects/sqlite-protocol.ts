@@ -13,8 +13,11 @@ export type WorkerRequest =
   | { id: number; op: 'open' }
   /** `begin`: run BEGIN first (a transaction's BEGIN travels with its first statement). */
   | { id: number; op: 'query'; sql: string; params: readonly unknown[]; begin: boolean }
-  /** One insert statement run once per row, the whole batch in one message. */
-  | { id: number; op: 'bulk'; sql: string; rows: readonly (readonly unknown[])[]; begin: boolean }
+  /**
+   * One insert statement run once per row, the whole batch in one message: the rows' values back to
+   * back, `width` per row (one flat array clones faster than an array per row).
+   */
+  | { id: number; op: 'bulk'; sql: string; values: readonly unknown[]; width: number; begin: boolean }
   /**
    * A whole transaction in one message: BEGIN, each statement, COMMIT. When any of them fails the
    * worker rolls back and answers the error; else it answers every statement's rows.

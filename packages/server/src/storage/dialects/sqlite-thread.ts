@@ -109,7 +109,13 @@ export class SqliteThread {
   async execute<R>(query: CompiledQuery, begin = false): Promise<QueryResult<R>> {
     const bulk = bulkRequests.get(query);
     if (bulk) {
-      const reply = await this.request({ op: 'bulk', sql: bulk.sql, rows: bulk.rows, begin });
+      const reply = await this.request({
+        op: 'bulk',
+        sql: bulk.sql,
+        values: bulk.values,
+        width: bulk.width,
+        begin,
+      });
       return { rows: [{ inserted: reply.inserted ?? new Uint8Array(0) } as R] };
     }
     const reply = await this.request({ op: 'query', sql: query.sql, params: query.parameters, begin });
@@ -180,10 +186,17 @@ export class SqliteThread {
  * transaction that issued them, in order) that the connection recognises here and sends as one
  * `bulk` message: the whole batch of rows, one cached prepared statement run per row in the worker.
  */
-const bulkRequests = new WeakMap<CompiledQuery, { sql: string; rows: readonly (readonly unknown[])[] }>();
+const bulkRequests = new WeakMap<CompiledQuery, { sql: string; values: unknown[]; width: number }>();
 
 export function registerBulk(query: CompiledQuery, sql: string, rows: readonly (readonly unknown[])[]) {
-  bulkRequests.set(query, { sql, rows });
+  const width = rows.length === 0 ? 0 : rows[0].length;
+  const values = new Array<unknown>(rows.length * width);
+  let k = 0;
+  for (const row of rows) {
+    if (row.length !== width) throw new Error('bulk insert: rows of different widths');
+    for (let j = 0; j < width; j++) values[k++] = row[j];
+  }
+  bulkRequests.set(query, { sql, values, width });
 }
 
 /**
