@@ -49,6 +49,18 @@ export class StatementFamily {
     );
   }
 
+  /**
+   * `select <key> from <table> where <key> in (?, …) order by <orderBy> for update`: PostgreSQL locks
+   * the rows in that order (an update by `in (…)` or a join locks them in the plan's order).
+   */
+  static lockInOrder(table: string, key: string, orderBy: string = key): StatementFamily {
+    return new StatementFamily(
+      (n) =>
+        `select ${key} from ${table} where ${key} in (${Array(n).fill('?').join(', ')}) ` +
+        `order by ${orderBy} for update`,
+    );
+  }
+
   of(count: number): Statement {
     let statement = this.made.get(count);
     if (!statement) {

@@ -107,11 +107,7 @@ const TOUCH_EACH = new StatementFamily(
     'where sessions.session_id = v.session_id and sessions.last_seen_at < v.at',
 );
 
-const LOCK_SESSIONS = new StatementFamily(
-  (n) =>
-    `select session_id from sessions where session_id in (${Array(n).fill('?').join(', ')}) ` +
-    'order by session_id collate "C" for update',
-);
+const LOCK_SESSIONS = StatementFamily.lockInOrder('sessions', 'session_id', 'session_id collate "C"');
 
 /**
  * Records contact for many sessions, each at its own time (never moving lastSeenAt back): a statement

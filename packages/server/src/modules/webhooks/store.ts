@@ -275,11 +275,7 @@ const SETTLE_ATTEMPTED = new StatementFamily(
     'where webhook_deliveries.delivery_id = v.delivery_id and webhook_deliveries.claim_id = v.claim_id',
 );
 
-const LOCK_DELIVERIES = new StatementFamily(
-  (n) =>
-    `select delivery_id from webhook_deliveries where delivery_id in (${Array(n).fill('?').join(', ')}) ` +
-    'order by delivery_id for update',
-);
+const LOCK_DELIVERIES = StatementFamily.lockInOrder('webhook_deliveries', 'delivery_id');
 
 /**
  * Locks delivery rows in id order (PostgreSQL: `select … order by delivery_id for update`), the order a
