@@ -69,9 +69,6 @@ export interface EndOptions {
   endedAt?: number;
 }
 
-/** Sessions whose contact times are written by one statement. */
-const CONTACTS_PER_STATEMENT = 500;
-
 export class SessionsService {
   private readonly decorators: SessionDecorator[] = [];
   private readonly endingHooks: EndingHook[] = [];
@@ -275,18 +272,17 @@ export class SessionsService {
     this.contacts.note(sessionId, this.clock.now());
   }
 
-  /** Writes the contact noted since the last flush: one statement per second of contact times. */
+  /**
+   * Writes the contact noted since the last flush in one transaction, a statement per 500 sessions
+   * (`touchAll`, as an ingestion group writes its own).
+   */
   async flushContacts(): Promise<number> {
     if (this.contacts.size === 0) return 0;
     // lastSeenAt is kept to the second here (the hub notes a socket's contact once a second at most).
     return this.contacts.flush(async (bySecond) => {
-      for (const [at, ids] of bySecond) {
-        for (let i = 0; i < ids.length; i += CONTACTS_PER_STATEMENT) {
-          await store.touchSessions(this.storage.db, ids.slice(i, i + CONTACTS_PER_STATEMENT), at, {
-            lockInOrder: this.storage.skipLocked,
-          });
-        }
-      }
+      const contacts = new Map<string, number>();
+      for (const [at, ids] of bySecond) for (const id of ids) contacts.set(id, at);
+      await this.storage.db.transaction().execute((trx) => this.touchAll(trx, contacts));
     });
   }
 

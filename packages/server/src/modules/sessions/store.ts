@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
 import { uuidv7 } from '../../ids.ts';
 import { type Database, readPage } from '../../storage/index.ts';
@@ -61,42 +61,6 @@ export async function touchSession(db: Kysely<Database>, sessionId: string, at: 
     .execute();
 }
 
-/**
- * Records contact at `at` for many sessions (never moving lastSeenAt back). `lockInOrder` (where rows are
- * locked, PostgreSQL): `in (…)` locks rows in the order the plan scans them, often the heap's, while an
- * ingestion group touches its sessions in id order (`SessionsService.touchAll`); the two deadlocked
- * under load, so the rows are taken in id order first.
- */
-export async function touchSessions(
-  db: Kysely<Database>,
-  sessionIds: string[],
-  at: number,
-  options: { lockInOrder?: boolean } = {},
-) {
-  if (sessionIds.length === 0) return;
-  const touch = (q: Kysely<Database>) =>
-    q
-      .updateTable('sessions')
-      .set({ last_seen_at: at })
-      .where('session_id', 'in', sessionIds)
-      .where('last_seen_at', '<', at)
-      .execute();
-  if (!options.lockInOrder) {
-    await touch(db);
-    return;
-  }
-  await db.transaction().execute(async (trx) => {
-    await trx
-      .selectFrom('sessions')
-      .select('session_id')
-      .where('session_id', 'in', sessionIds)
-      .orderBy(sql`session_id collate "C"`)
-      .forUpdate()
-      .execute();
-    await touch(trx);
-  });
-}
-
 /** Contacts per statement of `touchEach` (2 parameters each: inside every backend's limit). */
 const TOUCH_CHUNK = 500;
 
@@ -111,8 +75,9 @@ const LOCK_SESSIONS = StatementFamily.lockInOrder('sessions', 'session_id', 'ses
 
 /**
  * Records contact for many sessions, each at its own time (never moving lastSeenAt back): a statement
- * per 500 sessions, not one each (an ingestion group's touch; fixed SQL, no query builder). `contacts`
- * in session id order; on PostgreSQL the rows are locked in that order first, as `touchSessions` does.
+ * per 500 sessions, not one each (an ingestion group's touch, the contact flush; fixed SQL, no query builder). `contacts`
+ * in session id order; on PostgreSQL the rows are locked in that order first (an update by a join
+ * locks them in the plan's order, and concurrent groups and the contact flush would deadlock).
  */
 export async function touchEach(db: Kysely<Database>, dialect: DialectName, contacts: [string, number][]) {
   for (let i = 0; i < contacts.length; i += TOUCH_CHUNK) {
