@@ -77,6 +77,38 @@ describe.each(backends)('sessions and cohorts (%s)', (backend) => {
     ]);
   });
 
+  it('a session with more events than a page of the store streams every one, once, in order', async () => {
+    // 2,345 events over two pages of the store (2,000 each), nine to a millisecond and sent out of order,
+    // so that the page boundary falls inside a millisecond: the cursor is (timestamp, id).
+    const { token, sessionId } = await startSession('many');
+    const total = 2345;
+    const t0 = clock.now() - 10_000;
+    const all = Array.from({ length: total }, (_, i) => {
+      const k = (i * 7919) % total;
+      // Ids in another order than times, so that the greatest id of a chunk is seldom its last event's.
+      const id = `e${String((k * 613) % total).padStart(4, '0')}`;
+      return { id, eventType: 'Custom', timestamp: t0 + Math.floor(k / 9) };
+    });
+    for (let i = 0; i < total; i += 500) {
+      const res = await call(base, 'POST', `/sessions/${sessionId}/events`, {
+        token,
+        json: { events: all.slice(i, i + 500) },
+      });
+      expect(res.status).toBe(200);
+    }
+    const got = await call<{ events: { id: string; timestamp: number; sessionId: string }[] }>(
+      base,
+      'GET',
+      `/sessions/${sessionId}`,
+      { token: tenant.token },
+    );
+    expect(got.status).toBe(200);
+    const expected = [...all]
+      .sort((a, b) => a.timestamp - b.timestamp || (a.id < b.id ? -1 : 1))
+      .map((e) => ({ ...e, sessionId }));
+    expect(got.body.events).toEqual(expected);
+  });
+
   it('a cohort in the token wins over one in the body', async () => {
     const { sessionId } = await startSession('bob', 'from-token', { tenantCohortId: 'from-body' });
     const got = await call(base, 'GET', `/sessions/${sessionId}`, { token: tenant.token });
