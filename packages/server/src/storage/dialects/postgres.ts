@@ -30,6 +30,17 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * Between the values of a text column sent as one string (`insertIgnoringConflicts`): the record
+ * separator, a control character that JSON text never holds raw and ids do not.
+ */
+const SEPARATOR = '\u001e';
+
+/** Whether a value can travel in a joined text column: a string without the separator. */
+function joinable(value: unknown): boolean {
+  return typeof value === 'string' && !value.includes(SEPARATOR);
+}
+
 /** PostgreSQL: the production store. `schema` is created when missing and put first on the search path. */
 /**
  * Transactions commit in any order: an event is final once every transaction older than the one
@@ -65,16 +76,25 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new SchemaPostgresDialect({ pool }), log: options.log });
   const bulk: BulkInserter = {
-    // One statement for the whole set: each column travels as one array parameter and unnest()
-    // turns them back into rows, so the statement text is the same whatever the row count.
+    // One statement for the whole set: each column travels as one parameter and `rows from` zips
+    // them back into rows, so the statement text is the same whatever the row count. A text column
+    // travels as its values joined by a separator none of them holds, split by string_to_table():
+    // no quoting or escaping of each value (an array literal doubles every `"` and `\` of a JSON
+    // body, on both sides of the wire); otherwise as an array, split by unnest().
     async insertIgnoringConflicts(trx, spec, rows) {
       if (rows.length === 0) return [];
       const cols = spec.columns.map((c) => sql.id(c.name));
-      const arrays = spec.columns.map((c, i) => sql`${rows.map((r) => r[i])}::${sql.raw(c.type)}[]`);
+      const columns = spec.columns.map((c, i) => {
+        const values = rows.map((r) => r[i]);
+        // (One empty string would split into no value at all.)
+        if (c.type === 'text' && values.every(joinable) && (values.length > 1 || values[0] !== ''))
+          return sql`string_to_table(${values.join(SEPARATOR)}, ${SEPARATOR})`;
+        return sql`unnest(${values}::${sql.raw(c.type)}[])`;
+      });
       const conflict = spec.conflict.map((c) => sql.id(c));
       const result = await sql<Record<string, unknown>>`
         insert into ${sql.table(String(spec.table))} (${sql.join(cols)})
-        select * from unnest(${sql.join(arrays)})
+        select * from rows from (${sql.join(columns)})
         on conflict (${sql.join(conflict)}) do nothing
         returning ${sql.join(conflict)}`.execute(trx);
       const keyIndexes = spec.conflict.map((c) => spec.columns.findIndex((col) => col.name === c));
