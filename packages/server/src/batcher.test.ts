@@ -31,3 +31,41 @@ describe('Batcher.utilization', () => {
     expect(busy.utilization()).toBe(0);
   });
 });
+
+describe('Batcher gather', () => {
+  /** A batcher recording each batch it writes (after a tick, like a store's round trip). */
+  function recording(gather: boolean) {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        await sleep(1);
+        return items;
+      },
+      { gather },
+    );
+    return { batches, batcher };
+  }
+
+  it("an idle writer's first batch takes every item of the turn, not only the first", async () => {
+    const gathered = recording(true);
+    // Items submitted in one turn, the way requests read from the sockets at once are handled.
+    const results = await Promise.all([1, 2, 3].map((i) => gathered.batcher.submit(i)));
+    expect(results).toEqual([1, 2, 3]);
+    expect(gathered.batches).toEqual([[1, 2, 3]]);
+
+    // Without it the first item goes at once, alone, and the rest wait for the next batch.
+    const eager = recording(false);
+    await Promise.all([1, 2, 3].map((i) => eager.batcher.submit(i)));
+    expect(eager.batches).toEqual([[1], [2, 3]]);
+  });
+
+  it('items submitted while a batch is in flight go in the next one, as before', async () => {
+    const { batches, batcher } = recording(true);
+    const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = [2, 3].map((i) => batcher.submit(i));
+    await Promise.all([first, ...later]);
+    expect(batches).toEqual([[1], [2, 3]]);
+  });
+});

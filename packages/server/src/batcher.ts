@@ -16,6 +16,12 @@ export interface BatcherOptions<T> {
    * not fail its neighbours. Off by default: the whole batch is rejected.
    */
   retryAlone?: boolean;
+  /**
+   * An idle writer starts its batch at the end of the event loop's turn (`setImmediate`), not at the
+   * first item: every item the turn submits (the requests one read of the sockets brought) shares
+   * it. Off by default: the first item goes at once.
+   */
+  gather?: boolean;
 }
 
 interface Waiting<T, R> {
@@ -49,6 +55,8 @@ export class Batcher<T, R> {
   private idleSince = performance.now();
   private readonly options: Required<Omit<BatcherOptions<T>, 'weight'>> & Pick<BatcherOptions<T>, 'weight'>;
   private readonly spanName: string;
+  /** A `gather` pump is scheduled for the end of this turn. */
+  private gathering = false;
 
   constructor(
     private readonly write: (items: T[]) => Promise<R[]>,
@@ -61,6 +69,7 @@ export class Batcher<T, R> {
       maxWeight: Number.POSITIVE_INFINITY,
       concurrency: 1,
       retryAlone: false,
+      gather: false,
       ...options,
     };
   }
@@ -71,7 +80,14 @@ export class Batcher<T, R> {
       this.queue.push(
         tracing ? { item, resolve, reject, context: context.active() } : { item, resolve, reject },
       );
-      this.pump();
+      if (!this.options.gather) this.pump();
+      else if (!this.gathering && this.inFlight < this.options.concurrency) {
+        this.gathering = true;
+        setImmediate(() => {
+          this.gathering = false;
+          this.pump();
+        });
+      }
     });
   }
 

@@ -93,6 +93,7 @@ export class CommandsService {
     this.log = new Batcher((writes) => this.writeAdmitted(writes), {
       name: 'commands group commit',
       retryAlone: true,
+      gather: true,
     });
   }
 
