@@ -28,9 +28,18 @@ export class TestSocket {
   }
 
   /** Opens the socket; resolves when it is open (or rejects with the HTTP status of a refused upgrade). */
-  static open(base: string, sessionId: string, token: string, viaQuery = false) {
+  static open(
+    base: string,
+    sessionId: string,
+    token: string,
+    viaQuery = false,
+    options: WebSocket.ClientOptions = {},
+  ) {
     const url = `${base.replace(/^http/, 'ws')}/client/v1/sessions/${sessionId}/realtime${viaQuery ? `?access_token=${token}` : ''}`;
-    const ws = new WebSocket(url, viaQuery ? {} : { headers: { authorization: `Bearer ${token}` } });
+    const ws = new WebSocket(
+      url,
+      viaQuery ? options : { ...options, headers: { authorization: `Bearer ${token}` } },
+    );
     const socket = new TestSocket(ws);
     return new Promise<TestSocket>((resolve, reject) => {
       ws.once('open', () => resolve(socket));

@@ -80,7 +80,10 @@ interface Connection extends DeviceLine {
    */
   inbox: Promise<void>;
   lastTouch: number;
-  alive: boolean;
+  /** A frame or a pong came in since the last ping round (`pingAll`). */
+  heard: boolean;
+  /** The last round pinged the socket, having heard nothing from it for a round. */
+  pinged: boolean;
   limits: InboundLimits;
   /** Messages received and not yet answered (an answer counts once written to the socket), and their bytes. */
   pending: number;
@@ -132,15 +135,23 @@ export class RealtimeHub {
     return new Promise((resolve) => this.drained.push(resolve));
   }
 
-  /** Server-side pings find dead peers: no pong within one interval and the socket is dropped. */
+  /**
+   * Server-side pings find dead peers, run every heartbeat interval. A socket heard from since the
+   * last round (a heartbeat, any frame, a pong) is not pinged: what it sent shows it alive, and
+   * devices heartbeat at that interval anyway, so a fleet costs no ping at all. One silent for a
+   * whole round is pinged; silent still at the next round (no pong either), it is dropped.
+   */
   pingAll() {
     for (const conn of this.byId.values()) {
-      if (!conn.alive) {
+      if (conn.heard) {
+        conn.heard = false;
+        conn.pinged = false;
+      } else if (conn.pinged) {
         conn.socket.terminate();
-        continue;
+      } else {
+        conn.pinged = true;
+        conn.socket.ping();
       }
-      conn.alive = false;
-      conn.socket.ping();
     }
   }
 
@@ -201,7 +212,8 @@ export class RealtimeHub {
       socket,
       inbox: Promise.resolve(),
       lastTouch: 0,
-      alive: true,
+      heard: true,
+      pinged: false,
       replaced: false,
       limits,
       pending: 0,
@@ -218,7 +230,7 @@ export class RealtimeHub {
       previous.socket.close(CLOSE.replaced, 'replaced by a newer connection');
     }
     socket.on('pong', () => {
-      conn.alive = true;
+      conn.heard = true;
     });
     socket.on('message', (data, isBinary) => this.receive(conn, data, isBinary));
     socket.on('close', () => {
@@ -258,6 +270,7 @@ export class RealtimeHub {
    */
   private receive(conn: Connection, data: RawData, isBinary: boolean) {
     if (conn.flooded) return;
+    conn.heard = true;
     this.touch(conn);
     const reading = isBinary ? BINARY : parseDeviceMessage(data.toString());
     if (reading.ok && reading.message.type === 'heartbeat') return;
