@@ -86,6 +86,8 @@ export function jobsOf({
 }: Services): Job[] {
   const idleMs = config.sessionIdleTimeoutS * 1000;
   const graceMs = config.streamGraceS * 1000;
+  /** The revocations version of the last token check (`AuthService.passRefusal`). */
+  let revocationsSeen = -1;
   return [
     // Sessions without device contact for the idle timeout are ended by the server.
     {
@@ -114,8 +116,10 @@ export function jobsOf({
       name: 'realtime.token-check',
       everyMs: 1000,
       run: async () => {
-        hub.closeRefused((principal) => auth.refusal(principal));
-        tail.closeRefused((principal) => auth.refusal(principal) !== null);
+        const pass = auth.passRefusal(revocationsSeen);
+        revocationsSeen = pass.version;
+        hub.closeRefused(pass.refusal);
+        tail.closeRefused((principal) => pass.refusal(principal) !== null);
       },
     },
     // Revocations and signing keys changed by other processes, read from the store in case the bus lost them.

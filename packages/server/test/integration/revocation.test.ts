@@ -147,6 +147,29 @@ describe.each(backends)('revocation (%s)', (backend) => {
     expect(rows).toEqual([{ tenant_id: t.tenantId, player_id: 'p-lost-headset', not_before: revokedAt }]);
   });
 
+  it('a revocation learnt without its bus message (as the refresh job learns one) closes the socket at the next token check', async () => {
+    const t = await createTenant(base, server.adminToken);
+    const quiet = await connected(t.token, 'p-quiet');
+    const other = await connected(t.token, 'p-other');
+    // A token check or two with nothing new learnt (those look at expiry only), then a revocation that
+    // reaches this process the way the auth.refresh job would bring it: noted, no bus message.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    clock.advance(1);
+    await server.services.auth.changedElsewhere({
+      kind: 'player',
+      tenantId: t.tenantId,
+      playerId: 'p-quiet',
+      notBefore: clock.now(),
+    });
+    const closed = await Promise.race([
+      quiet.socket.waitClosed(),
+      new Promise((resolve) => setTimeout(() => resolve(null), 5000)),
+    ]);
+    expect(closed).toMatchObject({ code: 4003 });
+    expect(other.socket.closed).toBeNull();
+    await other.socket.close();
+  });
+
   it('closes a socket when its token expires (4401), and the token is refused from then on', async () => {
     const t = await createTenant(base, server.adminToken);
     const minted = await call(base, 'POST', '/client-tokens', {

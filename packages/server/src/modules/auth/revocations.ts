@@ -35,6 +35,12 @@ export class Revocations {
   private refreshedFrom = 0;
   private lastPruneAt = 0;
   private refreshing: Promise<boolean> | null = null;
+  /**
+   * Counts the revocations learnt (a client revoked, a player's time moved forward): a token that
+   * passed `isRevoked` at one count passes it at the same count (forgetting old revocations refuses
+   * nothing new).
+   */
+  private learnt = 0;
 
   constructor(
     private readonly storage: Storage,
@@ -50,16 +56,26 @@ export class Revocations {
     return notBefore !== undefined && principal.issuedAt < notBefore;
   }
 
+  /** How many revocations were learnt so far (see `learnt`): unchanged, no token became revoked. */
+  version(): number {
+    return this.learnt;
+  }
+
   /** A client was revoked (here or elsewhere). */
   noteClient(tenantId: string, clientId: string, revokedAt: number): void {
-    this.clients.set(keyOf(tenantId, clientId), revokedAt);
+    const key = keyOf(tenantId, clientId);
+    if (!this.clients.has(key)) this.learnt++;
+    this.clients.set(key, revokedAt);
   }
 
   /** A player's tokens issued before `notBefore` were revoked (here or elsewhere); later wins. */
   notePlayer(tenantId: string, playerId: string, notBefore: number): void {
     const key = keyOf(tenantId, playerId);
     const known = this.players.get(key);
-    if (known === undefined || known < notBefore) this.players.set(key, notBefore);
+    if (known === undefined || known < notBefore) {
+      this.players.set(key, notBefore);
+      this.learnt++;
+    }
   }
 
   /**
@@ -94,7 +110,10 @@ export class Revocations {
     let learnt = false;
     for (const row of clients) {
       const key = keyOf(row.tenant_id, row.client_id);
-      if (!this.clients.has(key)) learnt = true;
+      if (!this.clients.has(key)) {
+        learnt = true;
+        this.learnt++;
+      }
       this.clients.set(key, Number(row.revoked_at));
     }
     for (const row of players) {

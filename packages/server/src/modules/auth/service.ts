@@ -125,6 +125,22 @@ export class AuthService {
     return null;
   }
 
+  /**
+   * `refusal` for one pass over every open socket and live tail (a job, each second), given the
+   * revocations `version` of the caller's previous pass (-1 the first time). While no revocation has
+   * been learnt since, a token that passed then can only have expired since, so only that is checked:
+   * at 15,000 idle sockets the revocation lookups were a third of the server's CPU.
+   */
+  passRefusal(lastVersion: number): {
+    version: number;
+    refusal: (principal: TenantPrincipal | DevicePrincipal) => TokenRefusal | null;
+  } {
+    const version = this.revocations.version();
+    if (version !== lastVersion) return { version, refusal: (principal) => this.refusal(principal) };
+    const now = this.clock.now();
+    return { version, refusal: (principal) => (principal.expiresAt <= now ? 'expired' : null) };
+  }
+
   // --- changes, across processes -------------------------------------------------------------------
 
   /**
