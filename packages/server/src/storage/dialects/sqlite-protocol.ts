@@ -11,8 +11,19 @@ export interface WorkerOptions {
 
 export type WorkerRequest =
   | { id: number; op: 'open' }
-  /** `begin`: run BEGIN first (a transaction's BEGIN travels with its first statement). */
-  | { id: number; op: 'query'; sql: string; params: readonly unknown[]; begin: boolean }
+  /**
+   * `begin`: run BEGIN first (a transaction's BEGIN travels with its first statement). `pipelined`:
+   * the sender does not wait for the answer (`Storage.pipeline`); when it fails inside a transaction,
+   * that transaction's COMMIT fails with its error and rolls back.
+   */
+  | {
+      id: number;
+      op: 'query';
+      sql: string;
+      params: readonly unknown[];
+      begin: boolean;
+      pipelined?: boolean;
+    }
   /**
    * One insert statement run once per row, the whole batch in one message: the rows' values back to
    * back, `width` per row (one flat array clones faster than an array per row).

@@ -1,4 +1,3 @@
-import * as require_fs from 'node:fs';
 // The SQLite worker thread: owns the one better-sqlite3 read-write connection, so that statement
 // execution and every commit's fsync happen here, never on the event loop serving HTTP and sockets.
 // Plain JavaScript on purpose: a worker thread starts a fresh module loader, and Node 20 cannot load
@@ -111,9 +110,7 @@ function serializeError(err) {
   return { name: 'Error', message: String(err), code: undefined };
 }
 
-let TX = 0; let BUSY = 0n; let ITEMS = 0;
-setInterval(() => { require_fs.appendFileSync('/tmp/wstats.log', `[w] tx/s ${TX / 5} statements/tx ${(ITEMS / Math.max(TX, 1)).toFixed(2)} busy ${Number(BUSY / 1000000n) / 50}%\n`); TX = 0; BUSY = 0n; ITEMS = 0; }, 5000).unref();
-port.on('message', (msg) => { const T0 = process.hrtime.bigint(); if (msg.op === 'atomically') { TX++; ITEMS += msg.statements.length; }
+port.on('message', (msg) => {
   try {
     if (msg.begin) prepare('begin').run();
     switch (msg.op) {
@@ -147,5 +144,5 @@ port.on('message', (msg) => { const T0 = process.hrtime.bigint(); if (msg.op ===
     }
   } catch (err) {
     port.postMessage({ id: msg.id, ok: false, error: serializeError(err) });
-  } finally { BUSY += process.hrtime.bigint() - T0; }
+  }
 });
