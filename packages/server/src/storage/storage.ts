@@ -31,6 +31,14 @@ export interface Storage {
    * All or nothing: when a statement fails, nothing is written and the promise rejects.
    */
   atomically(statements: readonly CompiledStatement[]): Promise<Record<string, unknown>[][]>;
+  /**
+   * Runs a write of the transaction `trx` (the caller is inside it) whose answer the caller does not
+   * need. SQLite's writer thread gets it at once and the promise resolves at once: the statement runs
+   * in order with the transaction's others, and if it fails, the rest of the transaction is refused
+   * and its COMMIT fails with that error, writing nothing — so it costs the transaction no round trip
+   * (`sqlite-thread.ts` `ThreadConnection.post`). Elsewhere it runs through `trx`, awaited.
+   */
+  pipeline(trx: Kysely<Database>, statement: CompiledStatement): Promise<void>;
   /** Whether `err` is this backend's report of a unique-index violation. */
   isUniqueViolation(err: unknown): boolean;
   /** Resolves when the store answers a trivial query. */
@@ -88,6 +96,11 @@ export interface BulkInserter {
  * `Storage.atomically` through the query builder's transaction: one statement after another. A
  * single statement is atomic by itself and runs alone (no BEGIN and COMMIT: one round trip).
  */
+/** `Storage.pipeline` where nothing is pipelined: the statement runs through `trx`, awaited. */
+export async function runInTransaction(trx: Kysely<Database>, statement: CompiledStatement): Promise<void> {
+  await trx.executeQuery(CompiledQuery.raw(statement.sql, [...statement.parameters]));
+}
+
 export async function inOneTransaction(
   db: Kysely<Database>,
   statements: readonly CompiledStatement[],

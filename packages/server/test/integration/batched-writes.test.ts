@@ -71,3 +71,47 @@ describe.each(backends)('writes made in batches (%s)', (backend) => {
     await socket.close();
   });
 });
+
+/**
+ * An ingestion group's writes that nobody waits for (`Storage.pipeline`: the contact, the webhook
+ * fan-out rows) still decide its fate: when one fails, the group's transaction writes nothing, its
+ * requests are refused, and the next group is written as usual.
+ */
+describe.each(backends)('a pipelined write that fails in an ingestion group (%s)', (backend) => {
+  let server: TestServer;
+  let tenant: TenantFixture;
+  let failing = false;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    tenant = await createTenant(server.url, server.adminToken);
+    const { storage, events } = server.services;
+    events.onStored(async (trx) => {
+      if (failing)
+        await storage.pipeline(trx, { sql: 'insert into no_such_table values (1)', parameters: [] });
+    });
+  });
+  afterAll(async () => server?.close());
+
+  it('writes nothing of the group, and the next group goes through', async () => {
+    const token = await deviceToken(server.url, tenant.token, `p-${randomUUID()}`);
+    const created = await call(server.url, 'POST', '/client/v1/sessions', { token, json: {} });
+    const sessionId = String(created.body.sessionId);
+    const post = (id: string) =>
+      call(server.url, 'POST', `/sessions/${sessionId}/events`, {
+        token,
+        json: { events: [{ id, eventType: 'Custom', timestamp: Date.now() }] },
+      });
+    failing = true;
+    const refused = await post('lost');
+    failing = false;
+    expect(refused.status).toBeGreaterThanOrEqual(500);
+    expect(refused.headers.get('content-type')).toContain('application/problem+json');
+    const kept = await post('kept');
+    expect(kept.status).toBe(200);
+    expect(kept.body).toEqual({ accepted: 1, duplicates: 0 });
+    const view = await call<{ events: { id: string }[] }>(server.url, 'GET', `/sessions/${sessionId}`, {
+      token: tenant.token,
+    });
+    expect(view.body.events.map((e) => e.id)).toEqual(['kept']);
+  });
+});

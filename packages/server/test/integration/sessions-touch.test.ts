@@ -40,12 +40,12 @@ describe.each(backends)('touching many sessions at once (%s)', (backend: Backend
     const ids = rows.map((r) => r.session_id).sort();
     // Every third one earlier than its current lastSeenAt (stays), the others later, each different.
     const contacts = ids.map((id, i): [string, number] => [id, i % 3 === 0 ? 4_000 - i : 6_000 + i]);
-    await storage.db.transaction().execute((trx) => touchEach(trx, storage.dialect, contacts));
+    await storage.db.transaction().execute((trx) => touchEach(storage, trx, contacts));
     const seen = await lastSeen(ids);
     ids.forEach((id, i) => {
       expect(seen[id], id).toBe(i % 3 === 0 ? 5_000 : 6_000 + i);
     });
     // An unknown session changes nothing and fails nothing.
-    await storage.db.transaction().execute((trx) => touchEach(trx, storage.dialect, [['nope', 9_000]]));
+    await storage.db.transaction().execute((trx) => touchEach(storage, trx, [['nope', 9_000]]));
   });
 });

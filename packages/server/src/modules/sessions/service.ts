@@ -219,7 +219,7 @@ export class SessionsService {
     // In session id order, the order every multi-row touch locks rows in: concurrent ingestion
     // groups and the contact flush never deadlock.
     const ordered = [...contacts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    await store.touchEach(trx, this.storage.dialect, ordered);
+    await store.touchEach(this.storage, trx, ordered);
   }
 
   /**

@@ -4,7 +4,7 @@ import { uuidv7 } from '../../ids.ts';
 import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
 import { StatementFamily } from '../../storage/statement.ts';
-import type { DialectName } from '../../storage/storage.ts';
+import type { Storage } from '../../storage/storage.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
@@ -74,22 +74,29 @@ const TOUCH_EACH = new StatementFamily(
 const LOCK_SESSIONS = StatementFamily.lockInOrder('sessions', 'session_id', 'session_id collate "C"');
 
 /**
- * Records contact for many sessions, each at its own time (never moving lastSeenAt back): a statement
- * per 500 sessions, not one each (an ingestion group's touch, the contact flush; fixed SQL, no query builder). `contacts`
- * in session id order; on PostgreSQL the rows are locked in that order first (an update by a join
- * locks them in the plan's order, and concurrent groups and the contact flush would deadlock).
+ * Records contact for many sessions, each at its own time (never moving lastSeenAt back), in the
+ * transaction `trx`: a statement per 500 sessions, not one each (an ingestion group's touch, the
+ * contact flush; fixed SQL, no query builder). `contacts` in session id order; on PostgreSQL the
+ * rows are locked in that order first (an update by a join locks them in the plan's order, and
+ * concurrent groups and the contact flush would deadlock).
  */
-export async function touchEach(db: Kysely<Database>, dialect: DialectName, contacts: [string, number][]) {
+export async function touchEach(
+  storage: Pick<Storage, 'dialect' | 'pipeline'>,
+  trx: Kysely<Database>,
+  contacts: [string, number][],
+) {
+  const { dialect } = storage;
   for (let i = 0; i < contacts.length; i += TOUCH_CHUNK) {
     const chunk = contacts.slice(i, i + TOUCH_CHUNK);
     if (dialect === 'postgres') {
       await LOCK_SESSIONS.of(chunk.length).run(
-        db,
+        trx,
         dialect,
         chunk.map(([sessionId]) => sessionId),
       );
     }
-    await TOUCH_EACH.of(chunk.length).run(db, dialect, chunk.flat());
+    // Nothing reads its answer: on SQLite it costs the transaction no round trip (`Storage.pipeline`).
+    await storage.pipeline(trx, TOUCH_EACH.of(chunk.length).bind(dialect, chunk.flat()));
   }
 }
 

@@ -232,7 +232,7 @@ export class WebhookOutbox implements Outbox {
     }
     for (const [tenantId, fan] of open) if (fan.bodies.length > 0) rows.push(fanoutRow(tenantId, fan, now));
     if (rows.length === 0) return;
-    await insertFanout(trx, rows);
+    await insertFanout(this.storage, trx, rows);
     this.onEnqueued();
   }
 

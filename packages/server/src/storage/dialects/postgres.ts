@@ -10,7 +10,13 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../schema.ts';
-import { type BulkInserter, inOneTransaction, type Storage, type VisibleOrder } from '../storage.ts';
+import {
+  type BulkInserter,
+  inOneTransaction,
+  runInTransaction,
+  type Storage,
+  type VisibleOrder,
+} from '../storage.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -111,6 +117,7 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     bulk,
     visibleOrder,
     atomically: (statements) => inOneTransaction(db, statements),
+    pipeline: runInTransaction,
     isUniqueViolation: (err) => (err as { code?: unknown } | null)?.code === '23505',
     async ping() {
       await sql`select 1`.execute(db);

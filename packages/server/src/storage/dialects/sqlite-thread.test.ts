@@ -179,6 +179,65 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
     expect(log).toEqual(['t', 'group saw 4']);
   });
 
+  it('pipeline: a statement posted without waiting runs in order in its transaction and commits with it', async () => {
+    const { db, dialect, thread } = await open(reads);
+    const sent: string[] = [];
+    const request = thread.request.bind(thread);
+    thread.request = (message, transfer) => {
+      sent.push(message.op === 'query' && 'pipelined' in message ? 'pipelined' : message.op);
+      return request(message, transfer);
+    };
+    await db.transaction().execute(async (trx) => {
+      // The transaction's first statement, pipelined: BEGIN travels with it.
+      dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['p1', 'x'] });
+      await trx.insertInto('kv').values({ k: 'k1', v: 'y' }).execute();
+      dialect.pipeline({ sql: "update kv set v = v || '!' where k = ?", parameters: ['k1'] });
+      // Read in the transaction, after both: the worker ran them in the order sent.
+      const seen = await trx.selectFrom('kv').select(['k', 'v']).orderBy('k').execute();
+      expect(seen).toEqual([
+        { k: 'k1', v: 'y!' },
+        { k: 'p1', v: 'x' },
+      ]);
+    });
+    expect(sent).toEqual(['pipelined', 'query', 'pipelined', 'query', 'commit']);
+    expect(await values(db)).toEqual(['k1=y!', 'p1=x']);
+    // Outside a transaction there is nothing to pipeline into.
+    expect(() => dialect.pipeline({ sql: 'select 1', parameters: [] })).toThrow('needs a transaction');
+  });
+
+  it('pipeline: a pipelined statement that fails writes nothing of its transaction, and refuses the rest', async () => {
+    const { db, dialect } = await open(reads);
+    await db.insertInto('kv').values({ k: 'a', v: '1' }).execute();
+    const after: string[] = [];
+    await expect(
+      db.transaction().execute(async () => {
+        dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['b', '2'] });
+        dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['a', 'again'] });
+        // Statements after it, pipelined or awaited, are refused with its error: none runs alone.
+        dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['c', '3'] });
+        after.push('posted');
+      }),
+    ).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(after).toEqual(['posted']);
+    expect(await values(db)).toEqual(['a=1']);
+
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('kv').values({ k: 'd', v: '4' }).execute();
+        dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['a', 'again'] });
+        await trx.insertInto('kv').values({ k: 'e', v: '5' }).execute();
+      }),
+    ).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await values(db)).toEqual(['a=1']);
+
+    // The next transaction starts clean.
+    await db.transaction().execute(async (trx) => {
+      dialect.pipeline({ sql: 'insert into kv (k, v) values (?, ?)', parameters: ['f', '6'] });
+      await trx.insertInto('kv').values({ k: 'g', v: '7' }).execute();
+    });
+    expect(await values(db)).toEqual(['a=1', 'f=6', 'g=7']);
+  });
+
   it('a unique violation keeps its better-sqlite3 code and message', async () => {
     const { db } = await open(reads);
     await db.insertInto('kv').values({ k: 'a', v: '1' }).execute();

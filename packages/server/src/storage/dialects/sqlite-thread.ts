@@ -264,6 +264,8 @@ class ThreadConnection implements DatabaseConnection {
   private beginPending = false;
   /** COMMIT was posted: the connection has been handed on. */
   private committing = false;
+  /** Between `begin` and COMMIT or ROLLBACK: `post` may add statements. */
+  private inTransaction = false;
 
   constructor(private readonly driver: SqliteThreadDriver) {}
 
@@ -282,6 +284,22 @@ class ThreadConnection implements DatabaseConnection {
     if (!this.held) await this.lock();
     this.beginPending = true;
     this.committing = false;
+    this.inTransaction = true;
+  }
+
+  /**
+   * Posts a statement of this transaction without waiting for its answer (`Storage.pipeline`): it
+   * runs in the worker after those sent before it and before those sent after, COMMIT included; if it
+   * fails, the worker refuses the transaction's later statements and fails its COMMIT with that error
+   * (after a rollback), so the transaction writes nothing. Its own answer is not awaited by anyone.
+   */
+  post(query: CompiledStatement) {
+    if (!this.held || !this.inTransaction) throw new Error('a pipelined statement needs a transaction');
+    const begin = this.beginPending;
+    this.beginPending = false;
+    this.driver.thread
+      .request({ op: 'query', sql: query.sql, params: query.parameters, begin, pipelined: true })
+      .catch(() => {}); // reported by the transaction's COMMIT
   }
 
   /**
@@ -291,6 +309,7 @@ class ThreadConnection implements DatabaseConnection {
    * COMMIT is rolled back in the worker itself, before anything queued behind it runs.
    */
   async commit() {
+    this.inTransaction = false;
     if (this.beginPending) {
       this.beginPending = false;
       return;
@@ -303,6 +322,7 @@ class ThreadConnection implements DatabaseConnection {
   }
 
   async rollback() {
+    this.inTransaction = false;
     // Never begun in the worker, or already rolled back there after a failed COMMIT (and the
     // connection may belong to another transaction by now).
     if (this.beginPending || this.committing) {
@@ -315,12 +335,14 @@ class ThreadConnection implements DatabaseConnection {
   release() {
     if (!this.held) return;
     this.held = false;
+    if (this.driver.holder === this) this.driver.holder = null;
     this.driver.mutex.unlock();
   }
 
-  private async lock() {
+  async lock() {
     await this.driver.mutex.lock();
     this.held = true;
+    this.driver.holder = this;
   }
 
   // biome-ignore lint/correctness/useYield: streaming is not supported (nothing in the server streams a query)
@@ -337,6 +359,8 @@ export interface SqliteThreadConfig {
 
 class SqliteThreadDriver implements Driver {
   readonly mutex = new Mutex();
+  /** The connection holding the worker's connection (the mutex), if any. */
+  holder: ThreadConnection | null = null;
   readonly thread: SqliteThread;
   readonly reader: MainThreadReader | null;
 
@@ -349,10 +373,7 @@ class SqliteThreadDriver implements Driver {
 
   async acquireConnection(): Promise<DatabaseConnection> {
     const connection = new ThreadConnection(this);
-    if (!this.reader) {
-      await this.mutex.lock();
-      connection.held = true;
-    }
+    if (!this.reader) await connection.lock();
     return connection;
   }
 
@@ -433,6 +454,16 @@ export class SqliteThreadDialect implements Dialect {
       this.driver.mutex.unlock();
     }
     return (await reply).results ?? [];
+  }
+
+  /**
+   * `Storage.pipeline`: posts `statement` on the connection of the transaction that holds the
+   * worker's connection — the caller's, which is inside it — without waiting (`ThreadConnection.post`).
+   */
+  pipeline(statement: CompiledStatement) {
+    const holder = this.driver.holder;
+    if (!holder) throw new Error('a pipelined statement needs a transaction');
+    holder.post(statement);
   }
 
   createQueryCompiler(): QueryCompiler {

@@ -16,6 +16,12 @@ const options = workerData;
 let db = null;
 /** @type {Map<string, import('better-sqlite3').Statement>} */
 const statements = new Map();
+/**
+ * The error of a pipelined statement (one whose sender did not wait for its answer) that failed in
+ * the open transaction: that transaction's COMMIT fails with it, after a rollback.
+ * @type {unknown}
+ */
+let poisoned = null;
 
 /** The cached prepared statement for `sql`; the oldest entry goes when the cache is full. */
 function prepare(sql) {
@@ -41,6 +47,8 @@ function open() {
 
 /** One Kysely query: rows for a statement that returns them, else changes and the last row id. */
 function query(sql, params) {
+  // The transaction may have ended by itself (an error that rolls it back): nothing to undo then.
+  if (sql === 'rollback' && !db?.inTransaction) return { changes: 0 };
   const stmt = prepare(sql);
   if (stmt.reader) return { rows: stmt.all(params) };
   const { changes, lastInsertRowid } = stmt.run(params);
@@ -69,7 +77,10 @@ function bulk(sql, values, width) {
  * them: it is rolled back before the error is reported.
  */
 function commit() {
+  const failed = poisoned;
+  poisoned = null;
   try {
+    if (failed) throw failed;
     prepare('commit').run();
   } catch (err) {
     if (db?.inTransaction) db.prepare('rollback').run();
@@ -79,6 +90,7 @@ function commit() {
 
 /** BEGIN, the statements, COMMIT, as one transaction: every statement's rows, or nothing written. */
 function atomically(list) {
+  poisoned = null;
   prepare('begin').run();
   try {
     const results = list.map(({ sql, params }) => {
@@ -111,16 +123,28 @@ function serializeError(err) {
 }
 
 port.on('message', (msg) => {
+  const inTransaction = msg.begin === true || db?.inTransaction === true;
   try {
-    if (msg.begin) prepare('begin').run();
+    if (msg.begin) {
+      poisoned = null;
+      prepare('begin').run();
+    }
+    // After a pipelined statement failed, the transaction's other statements are refused with its
+    // error (it may have been rolled back already: they must not run on their own), up to its end.
+    if (poisoned !== null && (msg.op === 'bulk' || (msg.op === 'query' && msg.sql !== 'rollback')))
+      throw poisoned;
     switch (msg.op) {
       case 'open':
         open();
         port.postMessage({ id: msg.id, ok: true });
         return;
-      case 'query':
-        port.postMessage({ id: msg.id, ok: true, ...query(msg.sql, msg.params) });
+      case 'query': {
+        const result = query(msg.sql, msg.params);
+        // A ROLLBACK ended the transaction: nothing is left to fail.
+        if (msg.sql === 'rollback') poisoned = null;
+        port.postMessage({ id: msg.id, ok: true, ...result });
         return;
+      }
       case 'atomically':
         port.postMessage({ id: msg.id, ok: true, results: atomically(msg.statements) });
         return;
@@ -143,6 +167,7 @@ port.on('message', (msg) => {
         throw new Error(`unknown operation ${String(msg.op)}`);
     }
   } catch (err) {
+    if (msg.pipelined && inTransaction) poisoned ??= err;
     port.postMessage({ id: msg.id, ok: false, error: serializeError(err) });
   }
 });

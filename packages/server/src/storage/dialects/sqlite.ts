@@ -5,6 +5,7 @@ import {
   type BulkInserter,
   type BulkTable,
   inOneTransaction,
+  runInTransaction,
   type Storage,
   type VisibleOrder,
 } from '../storage.ts';
@@ -69,6 +70,7 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
     db,
     bulk,
     (statements) => dialect.atomically(statements),
+    async (_trx, statement) => dialect.pipeline(statement),
     async () => {
       await db.destroy();
       // Also when no query ever ran (Kysely then never started its driver, nor destroys it).
@@ -107,6 +109,7 @@ function onMainThread(file: string, synchronous: SqliteOptions['synchronous']): 
     db,
     bulk,
     (statements) => inOneTransaction(db, statements),
+    runInTransaction,
     () => db.destroy(),
   );
 }
@@ -140,10 +143,12 @@ function sqliteStorage(
   db: Kysely<Database>,
   bulk: BulkInserter,
   atomically: Storage['atomically'],
+  pipeline: Storage['pipeline'],
   close: () => Promise<void>,
 ): Storage {
   return {
     atomically,
+    pipeline,
     dialect: 'sqlite',
     writeConcurrency: 1,
     skipLocked: false,
