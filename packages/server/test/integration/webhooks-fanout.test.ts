@@ -375,6 +375,34 @@ describe.each(backends)('webhook fan-out across a SIGKILL before expansion (%s)'
     for (const s of stores.splice(0)) await s.destroy();
   });
 
+  // (Here because the hold needs the server in another process: in this one, the test's blocking
+  // SQLite connection would wait on a writer that waits on this thread.)
+  it("splits a group's messages into fan-out rows of at most ~96 KB; each event is delivered once", async () => {
+    const store = freshStore(backend);
+    stores.push(store);
+    const server = await startProcess({ ...store.env, ...FAST, LIVELINE_ADMIN_TOKEN: ADMIN_TOKEN });
+    processes.push(server);
+    const all = await startReceiver();
+    receivers.push(all);
+    const tenant = await createTenant(server.url, ADMIN_TOKEN);
+    const hook = await register(server.url, tenant.token, { url: all.url });
+    const d = await device(server.url, tenant.token);
+    const hold = await holdExpansion(backend, store);
+    // One request, one group: 400 events of ~700 characters of message each, ~280 KB: under
+    // FANOUT_CHUNK (500) messages, but three rows or more by size (FANOUT_MAX_CHARS).
+    const events = Array.from({ length: 400 }, (_, i) => ({
+      ...custom(`big-${i}`),
+      custom02: 'x'.repeat(500),
+    }));
+    await send(server.url, d, events);
+    expect(await hold.count('webhook_fanout')).toBeGreaterThanOrEqual(3);
+    await hold.release();
+    await waitFor(() => all.received.length >= events.length, 30_000, 'every event');
+    await sleep(300); // nothing more may come
+    expect(eventIds(hook.secret, all.received).sort()).toEqual(events.map((e) => e.id).sort());
+    expect(new Set(all.received.map((r) => r.id)).size).toBe(events.length);
+  }, 60_000);
+
   it('keeps every acknowledged event in its fan-out row and delivers it after the restart', async () => {
     const store = freshStore(backend);
     stores.push(store);
