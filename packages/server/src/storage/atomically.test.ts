@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dropSchema } from '../../test/helpers/schema.ts';
 import { backends } from '../../test/helpers/server.ts';
-import { createPostgresStorage } from './dialects/postgres.ts';
+import { createPostgresStorage, inlined } from './dialects/postgres.ts';
 import { createSqliteStorage } from './dialects/sqlite.ts';
 import { Statement } from './statement.ts';
 import type { Storage } from './storage.ts';
@@ -73,3 +73,55 @@ describe.each(kinds)('Storage.atomically (%s)', (kind) => {
     expect(rows).toEqual([{ k: 'a', v: '1' }]);
   });
 });
+
+describe.each(backends.filter((b) => b === 'postgres'))(
+  'Storage.atomically on PostgreSQL (%s): values written into one query',
+  () => {
+    const TRICKY = [
+      "it's",
+      "back\\slash \\' and \\n",
+      "'); drop table kv; --",
+      '$1 $2 $$ $& literal dollars',
+      'emoji 🎧 and ünïcödé',
+      '',
+      '\u001e\t\r\n',
+    ];
+
+    it('keeps every string exactly, whatever quotes, backslashes or dollars it holds', async () => {
+      const s = await open('postgres');
+      const statements = TRICKY.map((v, i) => INSERT.bind(s.dialect, [`k${i}`, v]));
+      await s.atomically([...statements, COUNT.bind(s.dialect, [])]);
+      const rows = await sql<{ k: string; v: string }>`select k, v from kv order by k`.execute(s.db);
+      expect(rows.rows.map((r) => r.v)).toEqual(TRICKY);
+    });
+
+    it('writes numbers, negatives, booleans and nulls as values, never as SQL', async () => {
+      const s = await open('postgres');
+      const ARITHMETIC = new Statement(
+        'select 10 -? as a, ? * 2 as b, ?::boolean as c, ? is null as d, ?::text as e',
+      );
+      const [, [row]] = await s.atomically([
+        INSERT.bind(s.dialect, ['x', '1']),
+        ARITHMETIC.bind(s.dialect, [-5, 1.5, false, null, 1_700_000_000_000]),
+      ]);
+      expect(row).toEqual({ a: 15, b: '3.0', c: false, d: true, e: '1700000000000' });
+      expect(inlined(ARITHMETIC.bind('postgres', [-5, 1, true, null, 2]))).toBe(
+        'select 10 -(-5) as a, (1) * 2 as b, true::boolean as c, null is null as d, (2)::text as e',
+      );
+    });
+
+    it('falls back to one statement at a time for a value it does not write in (U+0000, an object)', async () => {
+      expect(inlined(INSERT.bind('postgres', ['a', 'nul \u0000 inside']))).toBeUndefined();
+      expect(inlined(INSERT.bind('postgres', ['a', { not: 'a string' }]))).toBeUndefined();
+      expect(inlined(INSERT.bind('postgres', ['a', Number.NaN]))).toBeUndefined();
+      const s = await open('postgres');
+      // Still all or nothing: PostgreSQL refuses U+0000 in text, and the statement before goes with it.
+      const failing = s.atomically([
+        INSERT.bind(s.dialect, ['a', '1']),
+        INSERT.bind(s.dialect, ['b', 'x\u0000y']),
+      ]);
+      await expect(failing).rejects.toThrow();
+      expect((await sql`select k from kv`.execute(s.db)).rows).toEqual([]);
+    });
+  },
+);
