@@ -519,24 +519,27 @@ export class Dispatcher implements Worker {
       health.set(delivery.webhook_id, outcome.ok);
     }
     const { dialect } = this.storage;
-    const disabled = await this.storage.db.transaction().execute(async (trx) => {
-      if (this.storage.skipLocked)
-        await store.lockDeliveries(
-          trx,
-          dialect,
-          ordered.map((i) => i.delivery.delivery_id),
-        );
-      // Endpoint disabled or deleted before the attempt (rare): one by one.
-      for (const { delivery } of gone) {
-        await store.settleDelivery(trx, delivery.delivery_id, delivery.claim_id!, {
-          status: 'failed',
-          last_error: 'endpoint disabled or deleted',
-          completed_at: now,
+    const everyOneDelivered = gone.length === 0 && attempted.every((r) => r.status === 'delivered');
+    const disabled = everyOneDelivered
+      ? await this.writeSuccesses(attempted, [...health.keys()].sort(), now)
+      : await this.storage.db.transaction().execute(async (trx) => {
+          if (this.storage.skipLocked)
+            await store.lockDeliveries(
+              trx,
+              dialect,
+              ordered.map((i) => i.delivery.delivery_id),
+            );
+          // Endpoint disabled or deleted before the attempt (rare): one by one.
+          for (const { delivery } of gone) {
+            await store.settleDelivery(trx, delivery.delivery_id, delivery.claim_id!, {
+              status: 'failed',
+              last_error: 'endpoint disabled or deleted',
+              completed_at: now,
+            });
+          }
+          await store.settleAttempted(trx, dialect, attempted);
+          return this.recordHealth(trx, health, retriedFailing, now);
         });
-      }
-      await store.settleAttempted(trx, dialect, attempted);
-      return this.recordHealth(trx, health, retriedFailing, now);
-    });
     for (const r of attempted) {
       this.metrics.deliveries.inc({
         outcome: r.status === 'delivered' ? 'delivered' : r.status === 'pending' ? 'retrying' : 'failed',
@@ -566,6 +569,33 @@ export class Dispatcher implements Worker {
    * deliveries failed and the tenant's other endpoints told (`webhook.endpoint.disabled`). The
    * operational messages are written here, so they exist exactly when the change they report does.
    */
+  /**
+   * The usual group, every attempt a success: its statements are known up front, so they go to the
+   * store as one `Storage.atomically` (one message to SQLite's thread; one query, one round trip, to
+   * PostgreSQL) — the deliveries' row locks, their settlement and attempts, and a read of which of the
+   * endpoints were in a run of failures. Only when one was (the success ends the run and reports
+   * `webhook.endpoint.recovered`) does a transaction of its own follow, which locks those endpoints and
+   * reads them again (`recordHealth`); a crash between the two leaves the run open until the next
+   * success is recorded.
+   */
+  private async writeSuccesses(attempted: store.AttemptResult[], endpointIds: string[], now: number) {
+    const { dialect, skipLocked } = this.storage;
+    const results = await this.storage.atomically([
+      ...(skipLocked
+        ? store.lockDeliveriesStatements(
+            dialect,
+            attempted.map((r) => r.attempt.delivery_id),
+          )
+        : []),
+      ...store.settleAttemptedStatements(dialect, attempted),
+      store.inFailingRunStatement(dialect, endpointIds),
+    ]);
+    const inFailingRun = results[results.length - 1] as { webhook_id: string }[];
+    if (inFailingRun.length === 0) return { off: [], recovered: [] };
+    const health = new Map(inFailingRun.map((e) => [e.webhook_id, true]));
+    return this.storage.db.transaction().execute((trx) => this.recordHealth(trx, health, new Set(), now));
+  }
+
   private async recordHealth(
     trx: Kysely<Database>,
     health: Map<string, boolean>,

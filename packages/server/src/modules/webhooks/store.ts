@@ -1,5 +1,11 @@
-import type { Kysely } from 'kysely';
-import { type Database, type DialectName, StatementFamily, type Storage } from '../../storage/index.ts';
+import { CompiledQuery, type Kysely } from 'kysely';
+import {
+  type CompiledStatement,
+  type Database,
+  type DialectName,
+  StatementFamily,
+  type Storage,
+} from '../../storage/index.ts';
 import type {
   WebhookAttemptsTable,
   WebhookDeliveriesTable,
@@ -283,11 +289,26 @@ const LOCK_DELIVERIES = StatementFamily.lockInOrder('webhook_deliveries', 'deliv
  * replay takes them in: an update of several by `in (…)` or a join locks them in the plan's order.
  */
 export async function lockDeliveries(db: Db, dialect: DialectName, deliveryIds: readonly string[]) {
+  await runStatements(db, lockDeliveriesStatements(dialect, deliveryIds));
+}
+
+/** `lockDeliveries` as statements, for `Storage.atomically`. */
+export function lockDeliveriesStatements(
+  dialect: DialectName,
+  deliveryIds: readonly string[],
+): CompiledStatement[] {
   const sorted = [...deliveryIds].sort();
+  const statements: CompiledStatement[] = [];
   for (let i = 0; i < sorted.length; i += RESULTS_CHUNK) {
     const chunk = sorted.slice(i, i + RESULTS_CHUNK);
-    await LOCK_DELIVERIES.of(chunk.length).run(db, dialect, chunk);
+    statements.push(LOCK_DELIVERIES.of(chunk.length).bind(dialect, chunk));
   }
+  return statements;
+}
+
+/** Runs statements one after another in `db` (a transaction, usually). */
+async function runStatements(db: Db, statements: readonly CompiledStatement[]) {
+  for (const s of statements) await db.executeQuery(CompiledQuery.raw(s.sql, [...s.parameters]));
 }
 
 /** A claimed delivery's attempt and the state it leaves the delivery in. */
@@ -309,29 +330,58 @@ export interface AttemptResult {
  * lock, the caller locks them first (`lockDeliveries`).
  */
 export async function settleAttempted(db: Db, dialect: DialectName, results: readonly AttemptResult[]) {
+  await runStatements(db, settleAttemptedStatements(dialect, results));
+}
+
+/** `settleAttempted` as statements, for `Storage.atomically`. */
+export function settleAttemptedStatements(
+  dialect: DialectName,
+  results: readonly AttemptResult[],
+): CompiledStatement[] {
+  const statements: CompiledStatement[] = [];
   for (let i = 0; i < results.length; i += RESULTS_CHUNK) {
     const chunk = results.slice(i, i + RESULTS_CHUNK);
-    await SETTLE_ATTEMPTED.of(chunk.length).run(
-      db,
-      dialect,
-      chunk.flatMap((r) => [
-        r.attempt.delivery_id,
-        r.claimId,
-        r.status,
-        r.attempts,
-        r.attempt.attempted_at,
-        r.attempt.status_code,
-        r.attempt.error,
-        r.nextAttemptAt,
-        r.completedAt,
-      ]),
-    );
-    await INSERT_ATTEMPTS.of(chunk.length).run(
-      db,
-      dialect,
-      chunk.flatMap((r) => ATTEMPT_COLUMNS.map((c) => r.attempt[c])),
+    statements.push(
+      SETTLE_ATTEMPTED.of(chunk.length).bind(
+        dialect,
+        chunk.flatMap((r) => [
+          r.attempt.delivery_id,
+          r.claimId,
+          r.status,
+          r.attempts,
+          r.attempt.attempted_at,
+          r.attempt.status_code,
+          r.attempt.error,
+          r.nextAttemptAt,
+          r.completedAt,
+        ]),
+      ),
+      INSERT_ATTEMPTS.of(chunk.length).bind(
+        dialect,
+        chunk.flatMap((r) => ATTEMPT_COLUMNS.map((c) => r.attempt[c])),
+      ),
     );
   }
+  return statements;
+}
+
+/** Which of `n` endpoints are in a run of failures (`failing_since` or `outage_since` set). */
+const IN_FAILING_RUN = new StatementFamily(
+  (n) =>
+    `select webhook_id from webhook_endpoints where webhook_id in (${Array(n).fill('?').join(', ')}) ` +
+    'and (failing_since is not null or outage_since is not null)',
+);
+
+/**
+ * The statement that reads which of these endpoints are in a run of failures (a success ends it:
+ * `recordEndpointSuccesses`); rows `{ webhook_id }`. At most `RESULTS_CHUNK` ids.
+ */
+export function inFailingRunStatement(
+  dialect: DialectName,
+  webhookIds: readonly string[],
+): CompiledStatement {
+  if (webhookIds.length === 0 || webhookIds.length > RESULTS_CHUNK) throw new Error('1 to 500 endpoint ids');
+  return IN_FAILING_RUN.of(webhookIds.length).bind(dialect, webhookIds);
 }
 
 /** Settles a claimed delivery; does nothing when the claim no longer holds (retried, replayed, deleted). */
