@@ -563,13 +563,6 @@ export class Dispatcher implements Worker {
   }
 
   /**
-   * Endpoint health, in the results' transaction (each endpoint's last result counts): successes end
-   * failing runs, and an outage's end is reported (`webhook.endpoint.recovered`, to the endpoint too);
-   * failures start runs, and endpoints failing for `disableAfterS` are disabled, their pending
-   * deliveries failed and the tenant's other endpoints told (`webhook.endpoint.disabled`). The
-   * operational messages are written here, so they exist exactly when the change they report does.
-   */
-  /**
    * The usual group, every attempt a success: its statements are known up front, so they go to the
    * store as one `Storage.atomically` (one message to SQLite's thread; one query, one round trip, to
    * PostgreSQL) — the deliveries' row locks, their settlement and attempts, and a read of which of the
@@ -596,6 +589,14 @@ export class Dispatcher implements Worker {
     return this.storage.db.transaction().execute((trx) => this.recordHealth(trx, health, new Set(), now));
   }
 
+  /**
+   * Endpoint health, in the results' transaction, or after a group of successes in one of its own
+   * (`writeSuccesses`; each endpoint's last result counts): successes end
+   * failing runs, and an outage's end is reported (`webhook.endpoint.recovered`, to the endpoint too);
+   * failures start runs, and endpoints failing for `disableAfterS` are disabled, their pending
+   * deliveries failed and the tenant's other endpoints told (`webhook.endpoint.disabled`). The
+   * operational messages are written here, so they exist exactly when the change they report does.
+   */
   private async recordHealth(
     trx: Kysely<Database>,
     health: Map<string, boolean>,
