@@ -12,6 +12,7 @@ export type { Database } from './schema.ts';
 export { inSnapshot } from './snapshot.ts';
 export { Statement, StatementFamily } from './statement.ts';
 export type { CompiledStatement, DialectName, Storage, VisibleOrder } from './storage.ts';
+export { runStatements } from './storage.ts';
 
 /** Opens the configured store (PostgreSQL when DATABASE_URL is set, else SQLite) and migrates it. */
 export async function openStorage(

@@ -92,33 +92,33 @@ export interface BulkInserter {
   ): Promise<boolean[]>;
 }
 
+/** `Storage.pipeline` where nothing is pipelined: the statement runs through `trx`, awaited. */
+export async function runInTransaction(trx: Kysely<Database>, statement: CompiledStatement): Promise<void> {
+  await runStatements(trx, [statement]);
+}
+
+/** Runs statements one after another through `db` (a transaction, usually); each one's rows. */
+export async function runStatements(
+  db: Kysely<Database>,
+  statements: readonly CompiledStatement[],
+): Promise<Record<string, unknown>[][]> {
+  const results: Record<string, unknown>[][] = [];
+  for (const s of statements) {
+    results.push(
+      (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(s.sql, [...s.parameters]))).rows,
+    );
+  }
+  return results;
+}
+
 /**
  * `Storage.atomically` through the query builder's transaction: one statement after another. A
  * single statement is atomic by itself and runs alone (no BEGIN and COMMIT: one round trip).
  */
-/** `Storage.pipeline` where nothing is pipelined: the statement runs through `trx`, awaited. */
-export async function runInTransaction(trx: Kysely<Database>, statement: CompiledStatement): Promise<void> {
-  await trx.executeQuery(CompiledQuery.raw(statement.sql, [...statement.parameters]));
-}
-
 export async function inOneTransaction(
   db: Kysely<Database>,
   statements: readonly CompiledStatement[],
 ): Promise<Record<string, unknown>[][]> {
-  if (statements.length === 0) return [];
-  if (statements.length === 1) {
-    const [s] = statements;
-    return [
-      (await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(s.sql, [...s.parameters]))).rows,
-    ];
-  }
-  return db.transaction().execute(async (trx) => {
-    const results: Record<string, unknown>[][] = [];
-    for (const s of statements) {
-      results.push(
-        (await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(s.sql, [...s.parameters]))).rows,
-      );
-    }
-    return results;
-  });
+  if (statements.length < 2) return runStatements(db, statements);
+  return db.transaction().execute((trx) => runStatements(trx, statements));
 }

@@ -1,11 +1,11 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { Batcher } from '../../batcher.ts';
 import type { Clock } from '../../clock.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 import { ProblemError, problems } from '../../http/problem.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { CommandOutcome, SettledCommand, Signals } from '../../signals.ts';
-import type { Database, Storage } from '../../storage/index.ts';
+import { type Database, runStatements, type Storage } from '../../storage/index.ts';
 import type { SessionRow } from '../sessions/index.ts';
 import type { CommandDelivery } from './delivery.ts';
 import { CommandQueues, type QueueOptions } from './queues.ts';
@@ -189,10 +189,7 @@ export class CommandsService {
     } else {
       [rows, settledRows] = await db.transaction().execute(async (trx) => {
         const hooked = await this.runHooks(trx, inserts);
-        const out: unknown[][] = [];
-        for (const s of statementsFor(hooked.filter((row) => row !== undefined))) {
-          out.push((await trx.executeQuery(CompiledQuery.raw(s.sql, [...s.parameters]))).rows);
-        }
+        const out = await runStatements(trx, statementsFor(hooked.filter((row) => row !== undefined)));
         const settledNow = answers(out);
         for (const [i, row] of settledNow.entries()) {
           if (row) await this.runSettleHook(trx, row, acks[i].status);

@@ -1,10 +1,11 @@
-import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
 import {
   type CompiledStatement,
   type Database,
   type DialectName,
   readPage,
+  runStatements,
   StatementFamily,
 } from '../../storage/index.ts';
 import type { CommandAnswersTable, CommandsTable } from '../../storage/schema.ts';
@@ -97,9 +98,7 @@ export async function lockInOrder(
   dialect: DialectName,
   commandIds: readonly string[],
 ) {
-  for (const lock of lockStatements(dialect, commandIds)) {
-    await trx.executeQuery(CompiledQuery.raw(lock.sql, [...lock.parameters]));
-  }
+  await runStatements(trx, lockStatements(dialect, commandIds));
 }
 
 export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {

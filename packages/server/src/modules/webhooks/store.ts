@@ -1,8 +1,9 @@
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import {
   type CompiledStatement,
   type Database,
   type DialectName,
+  runStatements,
   StatementFamily,
   type Storage,
 } from '../../storage/index.ts';
@@ -304,11 +305,6 @@ export function lockDeliveriesStatements(
     statements.push(LOCK_DELIVERIES.of(chunk.length).bind(dialect, chunk));
   }
   return statements;
-}
-
-/** Runs statements one after another in `db` (a transaction, usually). */
-async function runStatements(db: Db, statements: readonly CompiledStatement[]) {
-  for (const s of statements) await db.executeQuery(CompiledQuery.raw(s.sql, [...s.parameters]));
 }
 
 /** A claimed delivery's attempt and the state it leaves the delivery in. */
