@@ -269,7 +269,13 @@ export class Dispatcher implements Worker {
     return this.storage.db.transaction().execute((trx) => expandFanout(this.storage, trx, this.clock.now()));
   }
 
-  /** Claims what the free places allow, queues it per endpoint and starts sending. Returns how many. */
+  /**
+   * Claims what the free places allow, queues it per endpoint and starts sending. Returns how many.
+   * The usual claim is one `Storage.atomically` (one message to SQLite's writer, one query and round
+   * trip to PostgreSQL): the oldest due rows within each endpoint's cap, and their endpoints' rows
+   * (`store.claimDue`). Only when an endpoint is full may its rows hide other endpoints'
+   * due rows further on, and a look at those follows (`probe`).
+   */
   private async claim(): Promise<number> {
     const free = this.maxHeld - this.held;
     if (free <= 0) {
@@ -277,74 +283,42 @@ export class Dispatcher implements Worker {
       return 0;
     }
     const now = this.clock.now();
-    const claimId = uuidv7();
+    const leaseUntil = now + this.config.leaseS * 1000;
     const cap = this.maxHeldPerEndpoint;
+    // What is held per endpoint as the claim begins, the claim's own rows added below (attempts
+    // that end meanwhile do not make an endpoint the claim filled look open).
     const counts = new Counts(this.heldPer);
-    const lock = this.storage.skipLocked;
-    let backlog = false;
-    const full = new Set<string>();
-    // Where rows can be locked, the claim is a transaction that holds them; elsewhere (SQLite) the
-    // conditional update alone is safe, and skipping the transaction avoids lock upgrades between
-    // processes sharing one file.
-    const inClaim = <T>(fn: (db: Kysely<Database>) => Promise<T>) =>
-      lock ? this.storage.db.transaction().execute(fn) : fn(this.storage.db);
-    const claimed = await inClaim(async (trx) => {
-      const picked = new Map<string, string[]>();
-      let n = 0;
-      const pick = (webhookId: string, deliveryId: string) => {
-        const list = picked.get(webhookId) ?? [];
-        list.push(deliveryId);
-        picked.set(webhookId, list);
-        counts.add(webhookId, 1);
-        n++;
-      };
-      // The oldest due rows, whatever their endpoint: one cheap index range.
-      const want = Math.min(MAX_CANDIDATES, Math.max(16, free * CANDIDATES_PER_SLOT));
-      for (const c of await store.dueDeliveries(trx, { now, limit: want, lock })) {
-        if (n >= free) {
-          backlog = true;
-          break;
-        }
-        if (counts.of(c.webhook_id) >= cap) full.add(c.webhook_id);
-        else pick(c.webhook_id, c.delivery_id);
-      }
-      // Rows left behind for full endpoints (a receiver that hangs, or a big backlog) may hide other
-      // endpoints' due rows further on: look at the other endpoints one by one, a few per round.
-      if (full.size > 0 && n < free) {
-        const ids = await this.enabledEndpointIds(trx);
-        let probes = 0;
-        for (let i = 0; i < ids.length && probes < PROBES_PER_CLAIM && n < free; i++) {
-          const id = ids[(this.probeCursor + i) % ids.length];
-          const room = Math.min(cap - counts.of(id), free - n);
-          if (full.has(id) || room <= 0) continue;
-          probes++;
-          const rows = await store.dueDeliveriesOf(trx, id, {
-            now,
-            limit: room,
-            lock,
-            skip: picked.get(id) ?? [],
-          });
-          for (const r of rows) pick(id, r.delivery_id);
-          if (rows.length === room) full.add(id);
-        }
-        this.probeCursor = ids.length > 0 ? (this.probeCursor + probes) % ids.length : 0;
-      }
-      return store.claimDeliveries(trx, [...picked.values()].flat(), {
-        now,
-        leaseUntil: now + this.config.leaseS * 1000,
-        claimId,
-      });
+    const claim = await store.claimDue(this.storage, {
+      now,
+      leaseUntil,
+      claimId: uuidv7(),
+      want: Math.min(MAX_CANDIDATES, Math.max(16, free * CANDIDATES_PER_SLOT)),
+      free,
+      cap,
+      held: [...counts],
     });
-    this.backlog = backlog || claimed.length >= free;
+    const { claimed } = claim;
+    const endpoints = new Map(claim.endpoints.map((e) => [e.webhook_id, e]));
+    for (const d of claimed) counts.add(d.webhook_id, 1);
+    // Endpoints at their cap whose due rows may go on: those this claim filled, and those full at
+    // the last claim that still are.
+    const full = new Set<string>();
+    for (const [id, n] of counts) {
+      if (n >= cap && (endpoints.has(id) || this.backlogged.has(id))) full.add(id);
+    }
+    if (full.size > 0 && claimed.length < free) {
+      const more = await this.probe(full, counts, free - claimed.length, now, leaseUntil);
+      if (more.length > 0) {
+        const ids = [...new Set(more.map((d) => d.webhook_id))].filter((id) => !endpoints.has(id));
+        for (const e of await store.endpointsByIds(this.storage.db, ids)) endpoints.set(e.webhook_id, e);
+        claimed.push(...more);
+      }
+    }
+    this.backlog = claimed.length >= free;
     this.backlogged.clear();
     for (const id of full) this.backlogged.add(id);
     if (claimed.length === 0) return 0;
 
-    const endpoints = new Map(
-      (await store.endpointsByIds(this.storage.db, [...new Set(claimed.map((d) => d.webhook_id))])).map(
-        (e) => [e.webhook_id, e],
-      ),
-    );
     for (const delivery of claimed) {
       const queue = this.queues.get(delivery.webhook_id) ?? [];
       queue.push({ delivery, endpoint: endpoints.get(delivery.webhook_id), claimedAt: now });
@@ -354,6 +328,41 @@ export class Dispatcher implements Worker {
     }
     this.pump();
     return claimed.length;
+  }
+
+  /**
+   * Rows left behind for full endpoints (a receiver that hangs, or a big backlog) may hide other
+   * endpoints' due rows further on: looks at the other endpoints one by one, a few per round, and
+   * claims theirs (`counts`: what is held per endpoint, claims included; `full` grows with the
+   * endpoints found full). Where rows can be locked this is a transaction that holds them; elsewhere
+   * (SQLite) the conditional update alone is safe, and skipping the transaction avoids lock upgrades
+   * between processes sharing one file.
+   */
+  private async probe(full: Set<string>, counts: Counts, free: number, now: number, leaseUntil: number) {
+    const cap = this.maxHeldPerEndpoint;
+    const ids = await this.enabledEndpointIds(this.storage.db);
+    const open = (id: string) => !full.has(id) && counts.of(id) < cap;
+    if (!ids.some(open)) return [];
+    const lock = this.storage.skipLocked;
+    const inClaim = <T>(fn: (db: Kysely<Database>) => Promise<T>) =>
+      lock ? this.storage.db.transaction().execute(fn) : fn(this.storage.db);
+    let probes = 0;
+    const claimed = await inClaim(async (trx) => {
+      const picked: string[] = [];
+      for (let i = 0; i < ids.length && probes < PROBES_PER_CLAIM && picked.length < free; i++) {
+        const id = ids[(this.probeCursor + i) % ids.length];
+        if (!open(id)) continue;
+        probes++;
+        const room = Math.min(cap - counts.of(id), free - picked.length);
+        const rows = await store.dueDeliveriesOf(trx, id, { now, limit: room, lock });
+        for (const r of rows) picked.push(r.delivery_id);
+        counts.add(id, rows.length);
+        if (rows.length === room) full.add(id);
+      }
+      return store.claimDeliveries(trx, picked, { now, leaseUntil, claimId: uuidv7() });
+    });
+    this.probeCursor = ids.length > 0 ? (this.probeCursor + probes) % ids.length : 0;
+    return claimed;
   }
 
   private async enabledEndpointIds(trx: Kysely<Database>) {

@@ -4,6 +4,7 @@ import {
   type Database,
   type DialectName,
   runStatements,
+  Statement,
   StatementFamily,
   type Storage,
 } from '../../storage/index.ts';
@@ -173,31 +174,96 @@ export async function insertFailedDeliveries(db: Db, rows: DeliveryRow[]) {
   }
 }
 
+/** An endpoint's count of deliveries this process holds (claimed, not settled), for `claimDue`. */
+const HELD_VALUES = '(cast(? as text), cast(? as integer))';
+
 /**
- * Pending deliveries that are due, oldest due first. With `lock` (PostgreSQL), the rows are locked for
- * the caller's transaction, and rows another process is claiming right now are passed over rather
- * than waited for.
+ * The claim of the oldest due deliveries, whatever their endpoint, as one statement: the candidates
+ * (`want` rows in the index order of (status, next_attempt_at); where rows lock, `for update skip locked`,
+ * so rows another process is claiming are passed over), each endpoint's first ones while its count
+ * (what this process holds of it, plus these) stays within `cap`, the oldest `free` of those moved one
+ * lease ahead under the claim id, the condition checked again (no double claim where rows do not lock).
+ * Made once per number of endpoints held and per locking.
  */
-export async function dueDeliveries(trx: Db, options: { now: number; limit: number; lock: boolean }) {
-  return (
-    trx
-      .selectFrom('webhook_deliveries')
-      .select(['delivery_id', 'webhook_id'])
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', options.now)
-      // Index order only (status, next_attempt_at): a second sort key would sort every due row.
-      .orderBy('next_attempt_at')
-      .limit(options.limit)
-      .$if(options.lock, (qb) => qb.forUpdate().skipLocked())
-      .execute()
-  );
+const claimDueFamily = (lock: boolean) =>
+  new StatementFamily((heldEndpoints) => {
+    const held = heldEndpoints > 0;
+    return (
+      'with ' +
+      (held
+        ? `h (webhook_id, held) as (values ${Array(heldEndpoints).fill(HELD_VALUES).join(', ')}), `
+        : '') +
+      'c as (select delivery_id, webhook_id, next_attempt_at from webhook_deliveries ' +
+      "where status = 'pending' and next_attempt_at <= ? order by next_attempt_at limit ?" +
+      (lock ? ' for update skip locked' : '') +
+      '), ' +
+      'r as (select c.delivery_id, c.next_attempt_at, row_number() over ' +
+      '(partition by c.webhook_id order by c.next_attempt_at, c.delivery_id)' +
+      (held ? ' + coalesce(h.held, 0)' : '') +
+      ' as k from c' +
+      (held ? ' left join h on h.webhook_id = c.webhook_id' : '') +
+      '), ' +
+      'p as (select delivery_id, row_number() over (order by next_attempt_at, delivery_id) as n ' +
+      'from r where k <= ?) ' +
+      'update webhook_deliveries set next_attempt_at = ?, claim_id = ? ' +
+      'where delivery_id in (select delivery_id from p where n <= ?) ' +
+      "and status = 'pending' and next_attempt_at <= ? returning *"
+    );
+  });
+const CLAIM_DUE = claimDueFamily(false);
+const CLAIM_DUE_LOCKING = claimDueFamily(true);
+
+/** The endpoints of the deliveries a claim took (they are pending, due at its lease's end, under its id). */
+const ENDPOINTS_OF_CLAIM = new Statement(
+  'select * from webhook_endpoints where webhook_id in (select webhook_id from webhook_deliveries ' +
+    "where status = 'pending' and next_attempt_at = ? and claim_id = ?)",
+);
+
+/**
+ * Claims due deliveries in one `Storage.atomically` (one message to SQLite's writer, one query to
+ * PostgreSQL): the deliveries claimed (`claimDueFamily` above), and their endpoints' rows. `held` lists the
+ * endpoints the process holds deliveries of, with how many.
+ */
+export async function claimDue(
+  storage: Pick<Storage, 'atomically' | 'dialect' | 'skipLocked'>,
+  options: {
+    now: number;
+    leaseUntil: number;
+    claimId: string;
+    /** Candidates read. */
+    want: number;
+    /** Most deliveries claimed. */
+    free: number;
+    /** Most deliveries held per endpoint. */
+    cap: number;
+    held: readonly (readonly [webhookId: string, count: number])[];
+  },
+): Promise<{ claimed: DeliveryRow[]; endpoints: EndpointRow[] }> {
+  const { now, leaseUntil, claimId } = options;
+  const { dialect } = storage;
+  const [claimed, endpoints] = await storage.atomically([
+    (storage.skipLocked ? CLAIM_DUE_LOCKING : CLAIM_DUE)
+      .of(options.held.length)
+      .bind(dialect, [
+        ...options.held.flat(),
+        now,
+        options.want,
+        options.cap,
+        leaseUntil,
+        claimId,
+        options.free,
+        now,
+      ]),
+    ENDPOINTS_OF_CLAIM.bind(dialect, [leaseUntil, claimId]),
+  ]);
+  return { claimed: claimed as unknown as DeliveryRow[], endpoints: endpoints as unknown as EndpointRow[] };
 }
 
 /** One endpoint's due deliveries, oldest first (its own index range, whatever other endpoints hold). */
 export async function dueDeliveriesOf(
   trx: Db,
   webhookId: string,
-  options: { now: number; limit: number; lock: boolean; skip: string[] },
+  options: { now: number; limit: number; lock: boolean },
 ) {
   return trx
     .selectFrom('webhook_deliveries')
@@ -205,7 +271,6 @@ export async function dueDeliveriesOf(
     .where('webhook_id', '=', webhookId)
     .where('status', '=', 'pending')
     .where('next_attempt_at', '<=', options.now)
-    .$if(options.skip.length > 0, (qb) => qb.where('delivery_id', 'not in', options.skip))
     .orderBy('delivery_id')
     .limit(options.limit)
     .$if(options.lock, (qb) => qb.forUpdate().skipLocked())
