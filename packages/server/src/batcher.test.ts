@@ -30,6 +30,25 @@ describe('Batcher.utilization', () => {
     await sleep(150);
     expect(busy.utilization()).toBe(0);
   });
+
+  it('with several slots, counts only the time every slot is taken', async () => {
+    const writer = (ms: number) =>
+      new Batcher<number, number>(
+        async (items) => {
+          await sleep(ms);
+          return items;
+        },
+        { concurrency: 3 },
+      );
+    // One batch after another, each 20 ms, one slot of three busy nearly all the time: no queue.
+    const steady = writer(20);
+    for (let i = 0; i < 10; i++) await steady.submit(i);
+    expect(steady.utilization()).toBeLessThan(0.5);
+    // Every slot taken back to back, callers queued behind them.
+    const flooded = writer(15);
+    await Promise.all(Array.from({ length: 300 }, (_, i) => sleep(i).then(() => flooded.submit(i))));
+    expect(flooded.utilization()).toBeGreaterThan(0.9);
+  });
 });
 
 describe('Batcher gather', () => {

@@ -49,7 +49,7 @@ const MAX_LINKS = 128;
 export class Batcher<T, R> {
   private queue: Waiting<T, R>[] = [];
   private inFlight = 0;
-  /** Share of time batches were in flight, exponentially weighted over time (`utilization`). */
+  /** Share of time every slot held a batch, exponentially weighted over time (`utilization`). */
   private busyShare = 0;
   private busySince = 0;
   private idleSince = performance.now();
@@ -92,11 +92,13 @@ export class Batcher<T, R> {
   }
 
   private pump() {
-    while (this.inFlight < this.options.concurrency && this.queue.length > 0) {
+    const { concurrency } = this.options;
+    while (this.inFlight < concurrency && this.queue.length > 0) {
       const batch = this.take();
-      if (this.inFlight++ === 0) this.busySince = performance.now();
+      // Busy (for `utilization`) while every slot is taken.
+      if (++this.inFlight === concurrency) this.busySince = performance.now();
       void this.flush(batch).finally(() => {
-        if (--this.inFlight === 0) this.wentIdle();
+        if (this.inFlight-- === concurrency) this.wentIdle();
         this.pump();
       });
     }
@@ -118,14 +120,17 @@ export class Batcher<T, R> {
   }
 
   /**
-   * How busy the writer has been lately, 0 to 1: the share of time a batch was in flight (any, where
-   * several run at once), weighted towards the last ~100 ms; 0 after a pause of `UTILIZATION_IDLE_MS`.
-   * Near 1 while batches follow each other back to back (callers queue for the writer), low under a
-   * load it keeps up with.
+   * How busy the writer has been lately, 0 to 1: the share of time every one of its `concurrency`
+   * slots held a batch in flight (one writer: the share of time a batch was in flight), weighted
+   * towards the last ~100 ms; 0 after a pause of `UTILIZATION_IDLE_MS`. Near 1 while batches follow
+   * each other back to back in every slot (callers queue for the writer), low under a load it keeps
+   * up with — however long each batch takes: with several slots, a batch in flight at all times is
+   * not a queue while the other slots are free (PostgreSQL on a slow disk, where each commit of a
+   * paced load takes most of the time between requests).
    */
   utilization(): number {
     const now = performance.now();
-    if (this.inFlight > 0) return this.blend(now);
+    if (this.inFlight >= this.options.concurrency) return this.blend(now);
     return now - this.idleSince > UTILIZATION_IDLE_MS ? 0 : this.busyShare;
   }
 
