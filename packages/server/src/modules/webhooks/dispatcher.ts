@@ -8,7 +8,7 @@ import { uuidv7 } from '../../ids.ts';
 import type { Worker } from '../../jobs.ts';
 import type { OutboxMessage } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
-import { expandFanout } from './fanout.ts';
+import { expandFanout, FIRST_EXPANSION_ROWS, rowsToTake } from './fanout.ts';
 import type { WebhookMetrics } from './metrics.ts';
 import { endpointDisabled, endpointRecovered } from './operational.ts';
 import { afterFailure } from './schedule.ts';
@@ -97,6 +97,8 @@ export class Dispatcher implements Worker {
   private readonly backlogged = new Set<string>();
   private probeCursor = 0;
   private lastExpansion = 0;
+  /** Fan-out rows the next expansion takes (`fanout.ts` `rowsToTake`). */
+  private expansionRows = FIRST_EXPANSION_ROWS;
   private endpointIds: { ids: string[]; at: number } | null = null;
   private expectUntil = 0;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -265,8 +267,12 @@ export class Dispatcher implements Worker {
   }
 
   /** Expands the oldest fan-out rows into deliveries (`fanout.ts`), in one transaction. */
-  private expand() {
-    return this.storage.db.transaction().execute((trx) => expandFanout(this.storage, trx, this.clock.now()));
+  private async expand() {
+    const taken = await this.storage.db
+      .transaction()
+      .execute((trx) => expandFanout(this.storage, trx, this.clock.now(), this.expansionRows));
+    this.expansionRows = rowsToTake(taken, this.expansionRows);
+    return taken;
   }
 
   /**

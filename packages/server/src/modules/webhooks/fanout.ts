@@ -7,11 +7,23 @@ import * as store from './store.ts';
 /** Most `session.event` messages in one batch delivery (an endpoint with `batch: true`). */
 export const MAX_BATCH = 100;
 /**
- * Fan-out rows one expansion takes (each up to `FANOUT_CHUNK` events of one group and tenant): the
- * dispatcher expands again only once it has claimed every due delivery, so the deliveries table
- * holds about what is being sent, and the events wait in their fan-out rows.
+ * Messages one expansion aims at: it takes as many fan-out rows as held about this many at the last
+ * expansion (`rowsToTake`; each row holds up to `FANOUT_CHUNK` events of one group and tenant: a few
+ * hundred from a big ingestion group, a handful from a small one). The dispatcher expands again only
+ * once it has claimed every due delivery, so the deliveries table holds about what is being sent,
+ * and the events wait in their fan-out rows.
  */
-const ROWS_PER_EXPANSION = 2;
+const MESSAGES_PER_EXPANSION = 512;
+const MAX_ROWS_PER_EXPANSION = 32;
+/** Rows the first expansion takes, before any size is known. */
+export const FIRST_EXPANSION_ROWS = 2;
+
+/** How many fan-out rows the next expansion takes, from the rows and messages of the last one. */
+export function rowsToTake(last: { rows: number; messages: number }, previous: number): number {
+  if (last.rows === 0 || last.messages === 0) return previous;
+  const perRow = last.messages / last.rows;
+  return Math.max(1, Math.min(MAX_ROWS_PER_EXPANSION, Math.round(MESSAGES_PER_EXPANSION / perRow)));
+}
 
 /** A fan-out row's messages: `[eventType, body]`, cut out of `messages` by the lengths in `layout`. */
 export function messagesOf(row: Pick<store.FanoutRow, 'messages' | 'layout'>): [string, string][] {
@@ -47,20 +59,23 @@ interface Pending {
  * for the next expansion). Each endpoint gets one delivery per message (its own webhook-id, attempts
  * and retries, as if written at ingestion), or, with `batch`, one per `MAX_BATCH` messages. An
  * endpoint deleted meanwhile gets nothing; one disabled meanwhile gets its deliveries failed (as if
- * they had been pending when it was disabled: replay resends them). Returns the deliveries written
- * and whether rows may remain.
+ * they had been pending when it was disabled: replay resends them). Takes `limit` rows at most;
+ * returns the deliveries written, whether rows may remain, and the rows and messages taken.
  */
 export async function expandFanout(
   storage: Storage,
   trx: Kysely<Database>,
   now: number,
-): Promise<{ written: number; more: boolean }> {
-  const rows = await store.takeFanout(trx, { limit: ROWS_PER_EXPANSION, lock: storage.skipLocked });
-  if (rows.length === 0) return { written: 0, more: false };
+  limit: number,
+): Promise<{ written: number; more: boolean; rows: number; messages: number }> {
+  const rows = await store.takeFanout(trx, { limit, lock: storage.skipLocked });
+  if (rows.length === 0) return { written: 0, more: false, rows: 0, messages: 0 };
   // Per endpoint, its messages in row (ingestion) order.
   const perEndpoint = new Map<string, Pending[]>();
+  let count = 0;
   for (const row of rows) {
     const messages = messagesOf(row);
+    count += messages.length;
     for (const [webhookId, indexes] of JSON.parse(row.targets) as [string, number[] | null][]) {
       const list = perEndpoint.get(webhookId) ?? [];
       list.push({
@@ -120,5 +135,5 @@ export async function expandFanout(
   }
   await store.insertDeliveries(storage, trx, pending);
   await store.insertFailedDeliveries(trx, failed);
-  return { written: pending.length, more: rows.length === ROWS_PER_EXPANSION };
+  return { written: pending.length, more: rows.length === limit, rows: rows.length, messages: count };
 }
