@@ -215,9 +215,13 @@ export interface WebhookEndpointsTable {
 export interface WebhookFanoutTable {
   fanout_id: string;
   tenant_id: string;
-  /** The messages' bodies back to back, each exactly as it will be sent. */
+  /** The stored events' JSON texts back to back (rows of before: the messages, each as sent). */
   messages: string;
-  /** JSON `[[eventType, length], ...]`: where each body in `messages` ends (UTF-16 code units). */
+  /**
+   * JSON `{"c":[[receivedAt, tenantCohortId], ...],"m":[[eventType, length, c], ...]}`: where each
+   * text in `messages` ends (UTF-16 code units) and the context its message is built with (rows of
+   * before: `[[eventType, length], ...]`); see `modules/webhooks/fanout-row.ts`.
+   */
   layout: string;
   /** JSON `[[webhookId, null | [index, ...]], ...]`: null sends every message to that endpoint. */
   targets: string;

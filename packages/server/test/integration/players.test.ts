@@ -605,13 +605,21 @@ describe.each(backends)('players (%s)', (backend) => {
     const bystanderPump = pump(bystander, (n) => {
       bystanderAccepted += n;
     });
-    await waitFor(() => victimAccepted >= 500 && bystanderAccepted >= 500, 20_000, 'both devices ingesting');
-    const erased = await api(t, 'DELETE', `/players/${victim.id}`);
-    expect(erased.status).toBe(202);
-    // The victim's next batch is refused (its token is revoked); the bystander goes on a while.
-    expect(await victimPump).toBe(401);
-    await new Promise((r) => setTimeout(r, 300));
-    stop = true;
+    try {
+      await waitFor(
+        () => victimAccepted >= 500 && bystanderAccepted >= 500,
+        20_000,
+        'both devices ingesting',
+      );
+      const erased = await api(t, 'DELETE', `/players/${victim.id}`);
+      expect(erased.status).toBe(202);
+      // The victim's next batch is refused (its token is revoked); the bystander goes on a while.
+      expect(await victimPump).toBe(401);
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      // Also when the test fails: no request may outlive it (the server closes after the file).
+      stop = true;
+    }
     expect(await bystanderPump).toBe(200);
     await settled(t.tenantId, victim.id);
     expect(await leftovers(t.tenantId, victim.id, [victim.sessionId], [])).toEqual(NOTHING);

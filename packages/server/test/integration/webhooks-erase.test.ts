@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eraseUnsent } from '../../src/modules/webhooks/erase.ts';
-import { messagesOf } from '../../src/modules/webhooks/fanout.ts';
+import { FanoutWriter, messagesOf } from '../../src/modules/webhooks/fanout-row.ts';
 import type { Storage } from '../../src/storage/index.ts';
 import { backends, freshStore, openFreshStore } from '../helpers/server.ts';
 
@@ -66,15 +66,25 @@ describe.each(backends)('webhook erasure (%s)', (backend) => {
     return id;
   }
 
+  /** A fan-out row as written before 2026-11-27: whole messages, `[[eventType, length], …]`. */
   async function fanout(messages: string[], targets: unknown) {
+    return insertFanout(
+      {
+        messages: messages.join(''),
+        layout: JSON.stringify(messages.map((m) => ['Custom', m.length])),
+      },
+      targets,
+    );
+  }
+
+  async function insertFanout(row: { messages: string; layout: string }, targets: unknown) {
     const id = randomUUID();
     await storage.db
       .insertInto('webhook_fanout')
       .values({
         fanout_id: id,
         tenant_id: tenantId,
-        messages: messages.join(''),
-        layout: JSON.stringify(messages.map((m) => ['Custom', m.length])),
+        ...row,
         targets: JSON.stringify(targets),
         deliveries: 0,
         created_at: 0,
@@ -128,5 +138,33 @@ describe.each(backends)('webhook erasure (%s)', (backend) => {
     ]);
     expect(Number(row.deliveries)).toBe(3);
     expect(only).not.toBe(mixed);
+  });
+
+  it("rewrites a fan-out row as ingestion writes it (the events' texts and their contexts) in that form", async () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    const event = (sessionId: string, n: number) => `{"sessionId":"${sessionId}","id":"e${n}"}`;
+    const writer = new FanoutWriter();
+    writer.add('Custom', event(b, 1), [Date.UTC(2026, 10, 27), 'class-1']);
+    writer.add('Custom', event(a, 2), [Date.UTC(2026, 10, 27), 'class-1']);
+    writer.add('Health', event(b, 3), [Date.UTC(2026, 10, 27, 0, 0, 1), null]);
+    const written = writer.finish();
+    const before = messagesOf(written);
+    const id = await insertFanout(written, [['w1', null]]);
+
+    expect(await eraseUnsent(storage.db, tenantId, [b], 500)).toBe(2);
+    const row = await storage.db
+      .selectFrom('webhook_fanout')
+      .selectAll()
+      .where('fanout_id', '=', id)
+      .executeTakeFirstOrThrow();
+    // The message left is the one it was, built from the event's text and context kept in the row.
+    expect(messagesOf(row)).toEqual([before[1]]);
+    expect(row.messages).toBe(event(a, 2));
+    expect(JSON.parse(row.layout)).toEqual({
+      c: [[Date.UTC(2026, 10, 27), 'class-1']],
+      m: [['Custom', row.messages.length, 0]],
+    });
+    expect(Number(row.deliveries)).toBe(1);
   });
 });

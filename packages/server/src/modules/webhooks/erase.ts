@@ -1,6 +1,6 @@
 import { type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database } from '../../storage/index.ts';
-import { messagesOf } from './fanout.ts';
+import { encodeFanout, type FanoutItem, itemsOf, messageOf } from './fanout-row.ts';
 
 /** Needles in one query's `like` list (a player with many sessions is searched for in parts). */
 const NEEDLES_PER_QUERY = 100;
@@ -96,11 +96,12 @@ async function eraseFanout(db: Kysely<Database>, tenantId: string, needles: stri
         .where('fanout_id', '=', fanout_id)
         .executeTakeFirst();
       if (!row) return 0;
-      const messages = messagesOf(row);
+      const messages = itemsOf(row);
       const newIndex = new Map<number, number>();
-      const kept: [string, string][] = [];
+      const kept: FanoutItem[] = [];
       messages.forEach((m, i) => {
-        if (needles.some((n) => m[1].includes(n))) return;
+        const message = messageOf(m);
+        if (needles.some((n) => message.includes(n))) return;
         newIndex.set(i, kept.length);
         kept.push(m);
       });
@@ -117,8 +118,7 @@ async function eraseFanout(db: Kysely<Database>, tenantId: string, needles: stri
         await trx
           .updateTable('webhook_fanout')
           .set({
-            messages: kept.map(([, body]) => body).join(''),
-            layout: JSON.stringify(kept.map(([type, body]) => [type, body.length])),
+            ...encodeFanout(kept),
             targets: JSON.stringify(targets),
             deliveries: targets.reduce(
               (n, [, indexes]) => n + (indexes === null ? kept.length : indexes.length),

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { uuidv7 } from '../../ids.ts';
 import type { Database, Storage } from '../../storage/index.ts';
+import { messagesOf } from './fanout-row.ts';
 import { deliveryValues } from './outbox.ts';
 import * as store from './store.ts';
 
@@ -23,20 +24,6 @@ export function rowsToTake(last: { rows: number; messages: number }, previous: n
   if (last.rows === 0 || last.messages === 0) return previous;
   const perRow = last.messages / last.rows;
   return Math.max(1, Math.min(MAX_ROWS_PER_EXPANSION, Math.round(MESSAGES_PER_EXPANSION / perRow)));
-}
-
-/** A fan-out row's messages: `[eventType, body]`, cut out of `messages` by the lengths in `layout`. */
-export function messagesOf(row: Pick<store.FanoutRow, 'messages' | 'layout'>): [string, string][] {
-  const layout = JSON.parse(row.layout) as [string, number][];
-  const out = new Array<[string, string]>(layout.length);
-  let at = 0;
-  for (let i = 0; i < layout.length; i++) {
-    const [eventType, length] = layout[i];
-    out[i] = [eventType, row.messages.slice(at, at + length)];
-    at += length;
-  }
-  if (at !== row.messages.length) throw new Error('webhook fan-out row: layout does not match its messages');
-  return out;
 }
 
 /**

@@ -3,6 +3,7 @@ import { uuidv7 } from '../../ids.ts';
 import type { Outbox, OutboxMessage, OutboxType } from '../../outbox.ts';
 import type { Database, Storage } from '../../storage/index.ts';
 import { type EndpointCache, type EndpointFilter, endpointFilter, matches } from './endpoint-cache.ts';
+import { FanoutWriter, messageHead } from './fanout-row.ts';
 import { enabledEndpointFilters, type FanoutRow, insertDeliveries, insertFanout } from './store.ts';
 
 /** `session.events`: a batch of `session.event` messages, for endpoints with `batch: true`. */
@@ -11,11 +12,6 @@ export type MessageType = OutboxType | 'webhook.test' | 'session.events';
 /** The body of a message, exactly as sent and signed: `{type, timestamp (ISO 8601), data}`. */
 export function messageBody(type: MessageType, occurredAtIso: string, dataJson: string): string {
   return `${messageHead(type, occurredAtIso)}${dataJson}}`;
-}
-
-/** What a message body holds before its data (`messageBody` is this, the data and `}`). */
-function messageHead(type: MessageType, occurredAtIso: string): string {
-  return `{"type":${JSON.stringify(type)},"timestamp":"${occurredAtIso}","data":`;
 }
 
 /** One pending delivery's values, in DELIVERIES_TABLE's column order. */
@@ -37,8 +33,8 @@ export function deliveryValues(
 export const FANOUT_CHUNK = 500;
 
 /**
- * Most characters of messages in one fan-out row (its `messages` text): a row closes at this size
- * even before `FANOUT_CHUNK` messages. V8 puts a string over 128 KiB in memory of its own, mapped
+ * Most characters of events in one fan-out row (its `messages` text): a row closes at this size
+ * even before `FANOUT_CHUNK` events. V8 puts a string over 128 KiB in memory of its own, mapped
  * and faulted in page by page when made and unmapped when collected; in this VM joining 500 messages
  * (135 KB) took 690 µs and 250 of them (67 KB) 11 µs — 11 % of the ingestion main thread with one
  * endpoint went to it.
@@ -47,18 +43,13 @@ export const FANOUT_MAX_CHARS = 96 * 1024;
 
 /** One tenant's share of an ingestion group (up to `FANOUT_CHUNK` messages), and who takes which. */
 interface TenantFanout {
-  bodies: string[];
-  /** The bodies' total length. */
-  chars: number;
-  layout: [eventType: string, length: number][];
+  row: FanoutWriter;
   /** `all` while the endpoint took every message so far. */
   targets: { filter: EndpointFilter; all: boolean; indexes: number[] }[];
 }
 
 const newFanout = (endpoints: EndpointFilter[]): TenantFanout => ({
-  bodies: [],
-  chars: 0,
-  layout: [],
+  row: new FanoutWriter(),
   targets: endpoints.map((filter) => ({ filter, all: true, indexes: [] })),
 });
 
@@ -67,9 +58,9 @@ function fanoutRow(tenantId: string, fan: TenantFanout, now: number): FanoutRow 
   return {
     fanout_id: uuidv7(),
     tenant_id: tenantId,
-    // Bodies back to back and their lengths: no escaping on the ingestion path.
-    messages: fan.bodies.join(''),
-    layout: JSON.stringify(fan.layout),
+    // The events' texts back to back and what each message adds (fanout-row.ts): no escaping, and no
+    // message built, on the ingestion path.
+    ...fan.row.finish(),
     // Most endpoints take every event: `null` says so without listing them.
     targets: JSON.stringify(targets.map((t) => [t.filter.webhookId, t.all ? null : t.indexes])),
     deliveries: targets.reduce((n, t) => n + t.indexes.length, 0),
@@ -206,8 +197,6 @@ export class WebhookOutbox implements Outbox {
     );
     if (wanted.size === 0) return;
     const now = this.now();
-    /** Per received-at time (a group's events share a few): the messages' head. */
-    const heads = new Map<number, string>();
     const open = new Map<string, TenantFanout>();
     const rows: FanoutRow[] = [];
     for (const e of events) {
@@ -218,7 +207,7 @@ export class WebhookOutbox implements Outbox {
         fan = newFanout(endpoints);
         open.set(e.tenantId, fan);
       }
-      const index = fan.bodies.length;
+      const index = fan.row.count;
       let taken = false;
       for (const t of fan.targets) {
         if (matches(t.filter, 'session.event', e.eventType)) {
@@ -227,23 +216,13 @@ export class WebhookOutbox implements Outbox {
         } else t.all = false;
       }
       if (!taken) continue;
-      let head = heads.get(e.receivedAt);
-      if (head === undefined) {
-        head = messageHead('session.event', new Date(e.receivedAt).toISOString());
-        heads.set(e.receivedAt, head);
-      }
-      // `body` is the stored event's JSON object; the cohort joins it without a parse and re-serialise
-      // (`messageBody` with the data spelled out).
-      const body = `${head}${e.body.slice(0, -1)},"tenantCohortId":${JSON.stringify(e.tenantCohortId)}}}`;
-      fan.bodies.push(body);
-      fan.chars += body.length;
-      fan.layout.push([e.eventType, body.length]);
-      if (fan.bodies.length >= FANOUT_CHUNK || fan.chars >= FANOUT_MAX_CHARS) {
+      fan.row.add(e.eventType, e.body, [e.receivedAt, e.tenantCohortId]);
+      if (fan.row.count >= FANOUT_CHUNK || fan.row.chars >= FANOUT_MAX_CHARS) {
         rows.push(fanoutRow(e.tenantId, fan, now));
         open.set(e.tenantId, newFanout(endpoints));
       }
     }
-    for (const [tenantId, fan] of open) if (fan.bodies.length > 0) rows.push(fanoutRow(tenantId, fan, now));
+    for (const [tenantId, fan] of open) if (fan.row.count > 0) rows.push(fanoutRow(tenantId, fan, now));
     if (rows.length === 0) return;
     await insertFanout(this.storage, trx, rows);
     this.onEnqueued();
