@@ -31,6 +31,12 @@ const endpointCounts = (process.env.BENCH_ENDPOINTS ?? (process.env.BENCH_WEBHOO
   .split(',')
   .filter((s) => s.trim() !== '')
   .map(Number);
+/**
+ * Rounds of the endpoint phases: odd rounds in the order given, even ones reversed, so a phase's place
+ * in the run (the first one after the raw insert limit's phase, say) weighs on every count alike; each
+ * round's ratio is to that round's phase without endpoints, and their mean is printed at the end.
+ */
+const endpointRounds = Math.max(1, Number(process.env.BENCH_ENDPOINT_ROUNDS ?? 2));
 /** Dispatcher figures: `single` (one delivery per event), `batch` (`batch: true`); empty to skip. */
 const dispatchModes = (process.env.BENCH_DISPATCH ?? 'single,batch').split(',').filter((s) => s !== '');
 /** The paced load of the latency phase (events/s, in batches of 20 from 5 devices), and its length. */
@@ -461,13 +467,41 @@ for (const batchSize of endpointCounts.length > 0 ? batchSizes : []) {
   console.log(
     JSON.stringify({ benchmark: 'ingest-raw-insert-limit', backend, batchSize, rowsPerSecond: limit }),
   );
-  let baseline: number | null = null;
-  for (const n of endpointCounts) {
-    const result = await ingestion(n, 0, batchSize);
-    if (n === 0) baseline = result.eventsPerSecond;
-    const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
-    const ratioToRaw = Number((result.eventsPerSecond / limit).toFixed(2));
-    console.log(JSON.stringify({ ...result, ratioToNoEndpoint: ratio, rawInsertLimit: limit, ratioToRaw }));
+  const ratios = new Map<number, number[]>();
+  for (let round = 1; round <= endpointRounds; round++) {
+    const order = round % 2 === 1 ? endpointCounts : [...endpointCounts].reverse();
+    const results = new Map<number, Awaited<ReturnType<typeof ingestion>>>();
+    for (const n of order) results.set(n, await ingestion(n, 0, batchSize));
+    const baseline = results.get(0)?.eventsPerSecond ?? null;
+    for (const n of endpointCounts) {
+      const result = results.get(n)!;
+      const ratio = baseline === null ? null : Number((result.eventsPerSecond / baseline).toFixed(2));
+      if (ratio !== null && n !== 0) ratios.set(n, [...(ratios.get(n) ?? []), ratio]);
+      const ratioToRaw = Number((result.eventsPerSecond / limit).toFixed(2));
+      console.log(
+        JSON.stringify({
+          ...result,
+          round,
+          order: order.join(','),
+          ratioToNoEndpoint: ratio,
+          rawInsertLimit: limit,
+          ratioToRaw,
+        }),
+      );
+    }
+  }
+  for (const [endpoints, list] of ratios) {
+    const mean = Number((list.reduce((a, b) => a + b, 0) / list.length).toFixed(2));
+    console.log(
+      JSON.stringify({
+        benchmark: 'ingest-endpoint-ratio',
+        backend,
+        batchSize,
+        endpoints,
+        ratios: list,
+        mean,
+      }),
+    );
   }
 }
 for (const rules of alertRuleCounts) {
