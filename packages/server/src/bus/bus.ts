@@ -19,8 +19,11 @@ export type BusMessage =
   | { type: 'command'; sessionId: string; origin: string; command: WireCommand }
   /** The command was cancelled: the node holding the session's socket tells the device (`command.cancel`). */
   | { type: 'command.cancel'; sessionId: string; commandId: string }
-  /** The node holding the socket wrote these commands to it. */
-  | { type: 'delivered'; sessionId: string; origin: string; commandIds: string[] }
+  /**
+   * The node holding the socket wrote these commands to it, at `at` (unix ms: the delivery time it
+   * writes down, which the accepting node answers with; absent from nodes of before 2026-11-27).
+   */
+  | { type: 'delivered'; sessionId: string; origin: string; commandIds: string[]; at?: number }
   /** A newer connection took the session: other nodes close theirs (close code 4001). */
   | { type: 'takeover'; sessionId: string; connectionId: string }
   /** Close the session's socket wherever it is (e.g. the session ended). */

@@ -230,7 +230,8 @@ export class CommandDelivery {
     } else if (message.type === 'command.cancel') {
       await this.onCancel(message.sessionId, message.commandId);
     } else if (message.type === 'delivered') {
-      const at = this.clock.now();
+      // The time the writing node notes down (`write`), so the 202 and the stored row agree.
+      const at = message.at ?? this.clock.now();
       for (const id of message.commandIds) {
         const wait = this.waiting.get(id);
         if (wait) {
@@ -270,6 +271,7 @@ export class CommandDelivery {
       sessionId,
       origin: this.bus.nodeId,
       commandIds: written,
+      at,
     });
   }
 }
