@@ -28,15 +28,6 @@ export function messageHead(type: string, occurredAtIso: string): string {
   return `{"type":${JSON.stringify(type)},"timestamp":"${occurredAtIso}","data":`;
 }
 
-/**
- * A `session.event` message: its data is the stored event's JSON object with `tenantCohortId` added
- * (without a parse and a re-serialization: the member joins the text before its closing brace).
- */
-export function eventMessage(eventText: string, context: MessageContext): string {
-  const [head, tail] = wrapping(context);
-  return `${head}${eventText.slice(0, -1)}${tail}`;
-}
-
 /** What comes before an event's text in its message, and what replaces its closing brace. */
 function wrapping([receivedAt, cohort]: MessageContext): [head: string, tail: string] {
   return [
@@ -45,9 +36,15 @@ function wrapping([receivedAt, cohort]: MessageContext): [head: string, tail: st
   ];
 }
 
+/**
+ * A `session.event` message: its data is the stored event's JSON object with `tenantCohortId` added
+ * (without a parse and a re-serialization: the member joins the text before its closing brace).
+ */
+const wrap = (eventText: string, [head, tail]: [string, string]) => `${head}${eventText.slice(0, -1)}${tail}`;
+
 /** The message an item stands for, exactly as it is sent. */
 export function messageOf(item: FanoutItem): string {
-  return item.context === null ? item.text : eventMessage(item.text, item.context);
+  return item.context === null ? item.text : wrap(item.text, wrapping(item.context));
 }
 
 type Layout = [eventType: string, length: number][] | { c: MessageContext[]; m: [string, number, number][] };
@@ -73,12 +70,12 @@ export function messagesOf(row: Pick<FanoutRow, 'messages' | 'layout'>): [string
   const wraps = new Map<MessageContext, [string, string]>();
   return itemsOf(row).map(({ eventType, text, context }) => {
     if (context === null) return [eventType, text];
-    let wrap = wraps.get(context);
-    if (wrap === undefined) {
-      wrap = wrapping(context);
-      wraps.set(context, wrap);
+    let parts = wraps.get(context);
+    if (parts === undefined) {
+      parts = wrapping(context);
+      wraps.set(context, parts);
     }
-    return [eventType, `${wrap[0]}${text.slice(0, -1)}${wrap[1]}`];
+    return [eventType, wrap(text, parts)];
   });
 }
 
