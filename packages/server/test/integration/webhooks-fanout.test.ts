@@ -116,12 +116,14 @@ describe.each(backends)('webhook fan-out (%s)', (backend) => {
     const r = await receiver();
     await register(base, tenant.token, { url: r.url });
     const d = await device(base, tenant.token);
-    let load = 1;
+    // A flood on PostgreSQL reads 0.63–0.83 (every one of its four writer slots busy that share of
+    // the time): the dispatcher gives way at that, not only at 1.
+    let load = 0.6;
     server.services.webhooks.giveWayTo(() => load);
     await send(base, d, [custom('held-1'), custom('held-2')]);
     await sleep(1_500);
     expect(r.received).toHaveLength(0);
-    load = 0.5;
+    load = 0.2;
     await waitFor(() => r.received.length === 2, 5_000, 'the held deliveries');
   });
 
