@@ -15,11 +15,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function open(kind: 'sqlite' | 'sqlite-main' | 'postgres'): Promise<Storage> {
+async function open(kind: 'sqlite' | 'sqlite-main' | 'postgres', poolSize?: number): Promise<Storage> {
   let storage: Storage;
   if (kind === 'postgres') {
     const schema = `atomically_${process.pid}_${Date.now()}`;
-    storage = await createPostgresStorage({ url: process.env.DATABASE_URL!, schema });
+    storage = await createPostgresStorage({ url: process.env.DATABASE_URL!, schema, poolSize });
     cleanups.push(() => dropSchema(schema));
   } else {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-atomically-'));
@@ -108,6 +108,62 @@ describe.each(backends.filter((b) => b === 'postgres'))(
       expect(inlined(ARITHMETIC.bind('postgres', [-5, 1, true, null, 2]))).toBe(
         'select 10 -(-5) as a, (1) * 2 as b, true::boolean as c, null is null as d, (2)::text as e',
       );
+    });
+
+    // The connection's own prepared statements, read through `atomically` (a pool of one connection).
+    const PREPARED = new Statement('select count(*)::int as n from pg_prepared_statements');
+    const preparedCount = async (s: Storage) =>
+      (await s.atomically([COUNT.bind(s.dialect, []), PREPARED.bind(s.dialect, [])]))[1][0].n;
+
+    it('prepares each statement once per connection and runs it by name after', async () => {
+      const s = await open('postgres', 1);
+      for (let i = 0; i < 3; i++) {
+        await s.atomically([INSERT.bind(s.dialect, [`k${i}`, 'v']), APPEND.bind(s.dialect, ['k0'])]);
+      }
+      const rows = await sql<{ k: string; v: string }>`select k, v from kv order by k`.execute(s.db);
+      expect(rows.rows).toEqual([
+        { k: 'k0', v: 'v!!!' },
+        { k: 'k1', v: 'v' },
+        { k: 'k2', v: 'v' },
+      ]);
+      // INSERT, APPEND, COUNT and PREPARED: each prepared once, however often it ran.
+      expect(await preparedCount(s)).toBe(4);
+      expect(await preparedCount(s)).toBe(4);
+      // A failed query takes its connection with it; the next one prepares again on a new one.
+      await expect(
+        s.atomically([INSERT.bind(s.dialect, ['k9', 'v']), INSERT.bind(s.dialect, ['k0', 'again'])]),
+      ).rejects.toSatisfy((err: unknown) => s.isUniqueViolation(err));
+      expect(await preparedCount(s)).toBe(2);
+      expect((await sql`select k from kv where k = 'k9'`.execute(s.db)).rows).toEqual([]);
+    });
+
+    it('writes in the values of a statement it cannot prepare, and prepares the others', async () => {
+      const s = await open('postgres', 1);
+      // `? is null`: no type for the parameter but its value's.
+      const UNTYPED = new Statement('select ? is null as missing');
+      const APPEND_AGAIN = new Statement("update kv set v = v || '+' where k = ? returning v");
+      await s.atomically([INSERT.bind(s.dialect, ['a', 'v']), INSERT.bind(s.dialect, ['b', 'v'])]);
+      for (const value of [null, 'x', null]) {
+        const [, row] = await s.atomically([
+          APPEND_AGAIN.bind(s.dialect, ['a']),
+          UNTYPED.bind(s.dialect, [value]),
+        ]);
+        expect(row).toEqual([{ missing: value === null }]);
+      }
+      expect((await sql`select v from kv where k = 'a'`.execute(s.db)).rows).toEqual([{ v: 'v+++' }]);
+      // On the connection that replaced the one the failed PREPARE took: APPEND_AGAIN (prepared, not
+      // written in with the one that could not be), COUNT and PREPARED.
+      expect(await preparedCount(s)).toBe(3);
+    });
+
+    it('keeps at most 256 prepared statements on a connection', async () => {
+      const s = await open('postgres', 1);
+      for (let i = 0; i < 300; i++) {
+        const ADD = new Statement(`select ? + ${i} as x`);
+        const [, [row]] = await s.atomically([COUNT.bind(s.dialect, []), ADD.bind(s.dialect, [1])]);
+        expect(row).toEqual({ x: 1 + i });
+      }
+      expect(await preparedCount(s)).toBeLessThanOrEqual(256);
     });
 
     it('falls back to one statement at a time for a value it does not write in (U+0000, an object)', async () => {

@@ -138,6 +138,11 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
  * the event loop's turn on a busy process. Values are strings (`pg.escapeLiteral`, which doubles quotes
  * and backslashes), finite numbers, booleans and nulls; a statement with any other value, or a string
  * holding U+0000 (which would end the query's text), goes through `inOneTransaction` as before.
+ *
+ * Each statement is a prepared statement of the connection (`PREPARE` the first time the connection
+ * sees its text, in the same query; `EXECUTE name(literals…)` after): PostgreSQL parses it once per
+ * connection and can keep its plan, where a statement with its values written in was parsed and planned
+ * afresh every time — the webhook claim, planned in 0.8 ms, ran in 1.3.
  */
 async function atomically(
   pool: pg.Pool,
@@ -145,26 +150,118 @@ async function atomically(
   statements: readonly CompiledStatement[],
 ): Promise<Record<string, unknown>[][]> {
   if (statements.length < 2) return inOneTransaction(db, statements);
-  const texts: string[] = [];
+  const args: string[][] = [];
   for (const statement of statements) {
-    const text = inlined(statement);
-    if (text === undefined) return inOneTransaction(db, statements);
-    texts.push(text);
+    const literals = literalsOf(statement.parameters);
+    if (literals === undefined) return inOneTransaction(db, statements);
+    args.push(literals);
   }
-  const results = (await pool.query(texts.join(';\n'))) as unknown as pg.QueryResult[];
-  return results.map((r) => r.rows);
+  const client = await pool.connect();
+  const names = preparedOf(client);
+  const texts: string[] = [];
+  const executes: number[] = [];
+  const preparing: string[] = [];
+  statements.forEach((statement, i) => {
+    if (unpreparable.has(statement.sql)) {
+      executes.push(texts.length);
+      texts.push(withLiterals(statement.sql, args[i]));
+      return;
+    }
+    let name = names.get(statement.sql);
+    if (name === undefined) {
+      preparing.push(statement.sql);
+      if (names.size >= MAX_PREPARED) {
+        texts.push('deallocate all');
+        names.clear();
+      }
+      name = `ll_${(nextPrepared++).toString(36)}`;
+      names.set(statement.sql, name);
+      texts.push(`prepare ${name} as ${statement.sql}`);
+    }
+    executes.push(texts.length);
+    texts.push(args[i].length === 0 ? `execute ${name}` : `execute ${name}(${args[i].join(', ')})`);
+  });
+  let results: pg.QueryResult[];
+  try {
+    results = (await client.query(texts.join(';\n'))) as unknown as pg.QueryResult[];
+  } catch (err) {
+    // Which of this query's PREPAREs ran before it failed is not known: the connection goes.
+    client.release(true);
+    // A parameter whose type only its value tells (`? is null`) cannot be prepared: such a statement
+    // is written with its values in, as before, from now on. The failed query wrote nothing.
+    if (preparing.length > 0 && cannotPrepare(err) && (await findUnpreparable(pool, preparing))) {
+      return atomically(pool, db, statements);
+    }
+    throw err;
+  }
+  client.release();
+  return executes.map((i) => results[i].rows);
 }
 
-/** The statement's text with each `$n` replaced by its parameter as a literal; undefined if one cannot be. */
-export function inlined({ sql: text, parameters }: CompiledStatement): string | undefined {
+/** Prepared statements one connection keeps (`atomically`); past this many it deallocates them all. */
+const MAX_PREPARED = 256;
+let nextPrepared = 0;
+const prepared = new WeakMap<pg.PoolClient, Map<string, string>>();
+/** Statement texts PostgreSQL could not prepare (a parameter of no knowable type), sent with their values in. */
+const unpreparable = new Set<string>();
+
+/** The statements prepared on this connection: name by text. */
+function preparedOf(client: pg.PoolClient): Map<string, string> {
+  let names = prepared.get(client);
+  if (names === undefined) {
+    names = new Map();
+    prepared.set(client, names);
+  }
+  return names;
+}
+
+/** PostgreSQL's answer to a parameter of no knowable type (`indeterminate_datatype`, `ambiguous_parameter`). */
+const cannotPrepare = (err: unknown) => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '42P18' || code === '42P08';
+};
+
+/** Prepares each text alone to learn which cannot be (`unpreparable`); whether any was found. */
+async function findUnpreparable(pool: pg.Pool, texts: readonly string[]): Promise<boolean> {
+  const client = await pool.connect();
+  let found = false;
+  try {
+    for (const text of texts) {
+      try {
+        await client.query(`prepare ll_probe as ${text}`);
+        await client.query('deallocate ll_probe');
+      } catch (err) {
+        if (!cannotPrepare(err)) throw err;
+        unpreparable.add(text);
+        found = true;
+      }
+    }
+  } finally {
+    client.release();
+  }
+  return found;
+}
+
+/** Each parameter as a literal; undefined if one cannot be. */
+function literalsOf(parameters: readonly unknown[]): string[] | undefined {
   const literals: string[] = [];
   for (const value of parameters) {
     const literal = asLiteral(value);
     if (literal === undefined) return undefined;
     literals.push(literal);
   }
-  return text.replace(/\$(\d+)/g, (_, n: string) => literals[Number(n) - 1]);
+  return literals;
 }
+
+/** The statement's text with each `$n` replaced by its parameter as a literal; undefined if one cannot be. */
+export function inlined({ sql: text, parameters }: CompiledStatement): string | undefined {
+  const literals = literalsOf(parameters);
+  return literals === undefined ? undefined : withLiterals(text, literals);
+}
+
+/** `text` with each `$n` replaced by the n-th literal. */
+const withLiterals = (text: string, literals: readonly string[]) =>
+  text.replace(/\$(\d+)/g, (_, n: string) => literals[Number(n) - 1]);
 
 function asLiteral(value: unknown): string | undefined {
   if (value === null || value === undefined) return 'null';
