@@ -35,9 +35,11 @@ async function open(kind: 'sqlite' | 'sqlite-main' | 'postgres', poolSize?: numb
   return storage;
 }
 
-const INSERT = new Statement('insert into kv (k, v) values (?, ?)');
-const APPEND = new Statement("update kv set v = v || '!' where k = ? returning k, v");
-const COUNT = new Statement('select count(*) as n from kv');
+// Prepared on PostgreSQL (`CompiledStatement.prepare`); SQLite caches every statement anyway.
+const PREPARE = { prepare: true };
+const INSERT = new Statement('insert into kv (k, v) values (?, ?)', PREPARE);
+const APPEND = new Statement("update kv set v = v || '!' where k = ? returning k, v", PREPARE);
+const COUNT = new Statement('select count(*) as n from kv', PREPARE);
 
 const kinds = [...backends.filter((b) => b === 'postgres'), 'sqlite', 'sqlite-main'] as const;
 
@@ -111,7 +113,7 @@ describe.each(backends.filter((b) => b === 'postgres'))(
     });
 
     // The connection's own prepared statements, read through `atomically` (a pool of one connection).
-    const PREPARED = new Statement('select count(*)::int as n from pg_prepared_statements');
+    const PREPARED = new Statement('select count(*)::int as n from pg_prepared_statements', PREPARE);
     const preparedCount = async (s: Storage) =>
       (await s.atomically([COUNT.bind(s.dialect, []), PREPARED.bind(s.dialect, [])]))[1][0].n;
 
@@ -126,7 +128,12 @@ describe.each(backends.filter((b) => b === 'postgres'))(
         { k: 'k1', v: 'v' },
         { k: 'k2', v: 'v' },
       ]);
-      // INSERT, APPEND, COUNT and PREPARED: each prepared once, however often it ran.
+      // A statement not marked `prepare` goes with its values written in, as it always did.
+      const PLAIN = new Statement('select ? as one');
+      expect((await s.atomically([COUNT.bind(s.dialect, []), PLAIN.bind(s.dialect, [1])]))[1]).toEqual([
+        { one: 1 },
+      ]);
+      // INSERT, APPEND, COUNT and PREPARED: each prepared once, however often it ran; PLAIN not.
       expect(await preparedCount(s)).toBe(4);
       expect(await preparedCount(s)).toBe(4);
       // A failed query takes its connection with it; the next one prepares again on a new one.
@@ -140,8 +147,8 @@ describe.each(backends.filter((b) => b === 'postgres'))(
     it('writes in the values of a statement it cannot prepare, and prepares the others', async () => {
       const s = await open('postgres', 1);
       // `? is null`: no type for the parameter but its value's.
-      const UNTYPED = new Statement('select ? is null as missing');
-      const APPEND_AGAIN = new Statement("update kv set v = v || '+' where k = ? returning v");
+      const UNTYPED = new Statement('select ? is null as missing', PREPARE);
+      const APPEND_AGAIN = new Statement("update kv set v = v || '+' where k = ? returning v", PREPARE);
       await s.atomically([INSERT.bind(s.dialect, ['a', 'v']), INSERT.bind(s.dialect, ['b', 'v'])]);
       for (const value of [null, 'x', null]) {
         const [, row] = await s.atomically([
@@ -159,7 +166,7 @@ describe.each(backends.filter((b) => b === 'postgres'))(
     it('keeps at most 256 prepared statements on a connection', async () => {
       const s = await open('postgres', 1);
       for (let i = 0; i < 300; i++) {
-        const ADD = new Statement(`select ? + ${i} as x`);
+        const ADD = new Statement(`select ? + ${i} as x`, PREPARE);
         const [, [row]] = await s.atomically([COUNT.bind(s.dialect, []), ADD.bind(s.dialect, [1])]);
         expect(row).toEqual({ x: 1 + i });
       }

@@ -11,7 +11,14 @@ import type { CompiledStatement, DialectName } from './storage.ts';
 export class Statement {
   private readonly texts = new Map<DialectName, string>();
 
-  constructor(private readonly text: string) {}
+  /**
+   * `prepare`: on PostgreSQL, `Storage.atomically` prepares the statement on its connection and runs it
+   * by name (`CompiledStatement.prepare`) — for a statement whose planning costs more than running it.
+   */
+  constructor(
+    private readonly text: string,
+    private readonly options: { prepare?: boolean } = {},
+  ) {}
 
   run<R>(db: Kysely<Database>, dialect: DialectName, parameters: readonly unknown[]): Promise<R[]> {
     return db
@@ -21,7 +28,8 @@ export class Statement {
 
   /** The statement with its parameters, for `Storage.atomically`. */
   bind(dialect: DialectName, parameters: readonly unknown[]): CompiledStatement {
-    return { sql: this.textFor(dialect), parameters };
+    const sql = this.textFor(dialect);
+    return this.options.prepare ? { sql, parameters, prepare: true } : { sql, parameters };
   }
 
   private textFor(dialect: DialectName): string {
@@ -39,7 +47,10 @@ export class Statement {
 export class StatementFamily {
   private readonly made = new Map<number, Statement>();
 
-  constructor(private readonly make: (count: number) => string) {}
+  constructor(
+    private readonly make: (count: number) => string,
+    private readonly options: { prepare?: boolean } = {},
+  ) {}
 
   /** `insert into <table> (<columns>) values (?, …), (?, …)…`: one statement per number of rows. */
   static insert(table: string, columns: readonly string[]): StatementFamily {
@@ -64,7 +75,7 @@ export class StatementFamily {
   of(count: number): Statement {
     let statement = this.made.get(count);
     if (!statement) {
-      statement = new Statement(this.make(count));
+      statement = new Statement(this.make(count), this.options);
       this.made.set(count, statement);
     }
     return statement;

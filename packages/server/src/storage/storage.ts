@@ -68,6 +68,13 @@ export interface VisibleOrder {
 export interface CompiledStatement {
   readonly sql: string;
   readonly parameters: readonly unknown[];
+  /**
+   * PostgreSQL: `Storage.atomically` prepares it on the connection the first time and runs it by name
+   * after (the plan kept), instead of sending it with its values written in (parsed and planned every
+   * time). For statements whose planning outweighs their running (the webhook claim); a small insert
+   * or update costs more as an EXECUTE.
+   */
+  readonly prepare?: boolean;
 }
 
 export type ColumnType = 'text' | 'bigint' | 'integer';

@@ -174,6 +174,9 @@ export async function insertFailedDeliveries(db: Db, rows: DeliveryRow[]) {
   }
 }
 
+/** The dispatcher's statements run prepared on PostgreSQL (`CompiledStatement.prepare`). */
+const PREPARE = { prepare: true };
+
 /** An endpoint's count of deliveries this process holds (claimed, not settled), for `claimDue`. */
 const HELD_VALUES = '(cast(? as text), cast(? as integer))';
 
@@ -209,7 +212,7 @@ const claimDueFamily = (lock: boolean) =>
       'where delivery_id in (select delivery_id from p where n <= ?) ' +
       "and status = 'pending' and next_attempt_at <= ? returning *"
     );
-  });
+  }, PREPARE);
 const CLAIM_DUE = claimDueFamily(false);
 const CLAIM_DUE_LOCKING = claimDueFamily(true);
 
@@ -217,6 +220,7 @@ const CLAIM_DUE_LOCKING = claimDueFamily(true);
 const ENDPOINTS_OF_CLAIM = new Statement(
   'select * from webhook_endpoints where webhook_id in (select webhook_id from webhook_deliveries ' +
     "where status = 'pending' and next_attempt_at = ? and claim_id = ?)",
+  PREPARE,
 );
 
 /**

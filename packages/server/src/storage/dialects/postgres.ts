@@ -139,10 +139,11 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
  * and backslashes), finite numbers, booleans and nulls; a statement with any other value, or a string
  * holding U+0000 (which would end the query's text), goes through `inOneTransaction` as before.
  *
- * Each statement is a prepared statement of the connection (`PREPARE` the first time the connection
- * sees its text, in the same query; `EXECUTE name(literals…)` after): PostgreSQL parses it once per
- * connection and can keep its plan, where a statement with its values written in was parsed and planned
- * afresh every time — the webhook claim, planned in 0.8 ms, ran in 1.3.
+ * A statement marked `prepare` is a prepared statement of the connection (`PREPARE` the first time the
+ * connection sees its text, in the same query; `EXECUTE name(literals…)` after): PostgreSQL parses it
+ * once per connection and can keep its plan, where with its values written in it was parsed and planned
+ * every time — the webhook claim, planned in 0.8 ms, ran in 1.3. The others are written in: a small
+ * insert or update costs PostgreSQL more as an EXECUTE than as itself.
  */
 async function atomically(
   pool: pg.Pool,
@@ -162,7 +163,7 @@ async function atomically(
   const executes: number[] = [];
   const preparing: string[] = [];
   statements.forEach((statement, i) => {
-    if (unpreparable.has(statement.sql)) {
+    if (!statement.prepare || unpreparable.has(statement.sql)) {
       executes.push(texts.length);
       texts.push(withLiterals(statement.sql, args[i]));
       return;
