@@ -336,6 +336,18 @@ const cases: ListCase[] = [
     run: (db) => commands.openCommands(db, 's0', T0),
     expect: [{ table: 'commands', index: 'commands_open', equal: ['session_id'] }],
   },
+  // A lookup by idempotency key reads the partial index of commands that have one (migration 018).
+  {
+    name: "a session's command by idempotency key",
+    run: (db) => commands.findByIdempotencyKey(db, 't0', 's0', 'key-1'),
+    expect: [
+      {
+        table: 'commands',
+        index: 'commands_idempotency',
+        equal: ['tenant_id', 'session_id', 'idempotency_key'],
+      },
+    ],
+  },
   {
     name: "an endpoint's deliveries of one status, after a cursor",
     run: (db) => webhooks.listDeliveries(db, 'wh0', { status: 'failed', after: 'd9', limit: 50 }),
@@ -523,6 +535,24 @@ describe.each(backends)('list query plans on %s', (backend) => {
       const { plan, problems } = await problemsOf(q, expectations[i]);
       expect(problems, `${q.sql}\n-- plan:\n${plan}`).toEqual([]);
     }
+  });
+
+  it('keeps commands without an idempotency key out of commands_idempotency (migration 018)', async () => {
+    const definition =
+      backend === 'sqlite'
+        ? (
+            await sql<{
+              sql: string;
+            }>`select sql from sqlite_master where name = 'commands_idempotency'`.execute(storage.db)
+          ).rows[0].sql
+        : (
+            await sql<{
+              sql: string;
+            }>`select indexdef as sql from pg_indexes where indexname = 'commands_idempotency' and schemaname = current_schema()`.execute(
+              storage.db,
+            )
+          ).rows[0].sql;
+    expect(definition.toLowerCase()).toMatch(/unique index.*where \(?idempotency_key is not null\)?/);
   });
 
   it("the operator's tenants list reads tenants_created from the start, without sorting", async () => {

@@ -16,6 +16,7 @@ import * as m014 from './014-alerts.ts';
 import * as m015 from './015-screenshots.ts';
 import * as m016 from './016-players.ts';
 import * as m017 from './017-webhook-outage.ts';
+import * as m018 from './018-command-indexes.ts';
 
 /** Every migration, in order. Names sort lexically; never rename or edit one that has shipped. */
 const all: Record<string, Migration> = {
@@ -36,6 +37,7 @@ const all: Record<string, Migration> = {
   '015-screenshots': m015,
   '016-players': m016,
   '017-webhook-outage': m017,
+  '018-command-indexes': m018,
 };
 
 export const migrationProvider: MigrationProvider = {
