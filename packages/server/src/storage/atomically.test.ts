@@ -136,12 +136,19 @@ describe.each(backends.filter((b) => b === 'postgres'))(
       // INSERT, APPEND, COUNT and PREPARED: each prepared once, however often it ran; PLAIN not.
       expect(await preparedCount(s)).toBe(4);
       expect(await preparedCount(s)).toBe(4);
-      // A failed query takes its connection with it; the next one prepares again on a new one.
+      // A failed query that prepared nothing keeps its connection and what it holds.
       await expect(
         s.atomically([INSERT.bind(s.dialect, ['k9', 'v']), INSERT.bind(s.dialect, ['k0', 'again'])]),
       ).rejects.toSatisfy((err: unknown) => s.isUniqueViolation(err));
+      expect(await preparedCount(s)).toBe(4);
+      // One that prepared something takes its connection with it (which PREPAREs ran is not known);
+      // the next query prepares again on a new one.
+      const INSERT_AGAIN = new Statement('insert into kv (k, v) values (?, ?) returning k', PREPARE);
+      await expect(
+        s.atomically([INSERT_AGAIN.bind(s.dialect, ['k8', 'v']), INSERT.bind(s.dialect, ['k0', 'again'])]),
+      ).rejects.toSatisfy((err: unknown) => s.isUniqueViolation(err));
       expect(await preparedCount(s)).toBe(2);
-      expect((await sql`select k from kv where k = 'k9'`.execute(s.db)).rows).toEqual([]);
+      expect((await sql`select k from kv where k in ('k8', 'k9')`.execute(s.db)).rows).toEqual([]);
     });
 
     it('writes in the values of a statement it cannot prepare, and prepares the others', async () => {

@@ -186,8 +186,10 @@ async function atomically(
   try {
     results = (await client.query(texts.join(';\n'))) as unknown as pg.QueryResult[];
   } catch (err) {
-    // Which of this query's PREPAREs ran before it failed is not known: the connection goes.
-    client.release(true);
+    // Which of this query's PREPAREs ran before it failed is not known: the connection goes. One that
+    // prepared nothing (a unique violation, say: an idempotency race) keeps its connection, which still
+    // holds what `names` says.
+    client.release(preparing.length > 0);
     // A parameter whose type only its value tells (`? is null`) cannot be prepared: such a statement
     // is written with its values in, as before, from now on. The failed query wrote nothing.
     if (preparing.length > 0 && cannotPrepare(err) && (await findUnpreparable(pool, preparing))) {
