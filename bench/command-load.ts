@@ -7,6 +7,8 @@
 //        --admin-token $LIVELINE_ADMIN_TOKEN                # devices on A, commands through B (running servers)
 //   node --import tsx bench/command-load.ts --cross         # starts two liveline processes sharing
 //                                                           # REDIS_URL + DATABASE_URL, then as --servers
+//   node --import tsx bench/command-load.ts --durable-relay # and the durable relay (relay.ts) between
+//                                                           # them: the floor of a durable command path
 //
 // This process is the load generator: it holds the device sockets and the HTTP client; liveline and
 // the relay each run in a child process of their own (bench/lib/procs.ts). Latency is from a
@@ -42,6 +44,7 @@ const { values: args } = parseArgs({
     'drain-ms': { type: 'string', default: '10000' },
     only: { type: 'string' },
     relay: { type: 'boolean', default: false },
+    'durable-relay': { type: 'boolean', default: false },
     'find-max': { type: 'boolean', default: false },
     'start-rate': { type: 'string', default: '2000' },
     'step-rate': { type: 'string', default: '2000' },
@@ -142,11 +145,12 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
   };
 }
 
-async function setUpRelay(receipts: Receipts): Promise<Driven> {
-  const relay = await startRelay();
+/** The bare relay, or (`durable`) the durable relay on the store liveline is measured on. */
+async function setUpRelay(receipts: Receipts, durable = false): Promise<Driven> {
+  const relay = await startRelay(durable ? { durable: args.cross ? 'postgres' : backend } : {});
   const devices = await openDevices(relayDevices(relay.url, devicesCount), receipts.deliver);
   return {
-    target: { label: 'relay', commandUrl: relay.url, pid: relay.pid },
+    target: { label: durable ? 'durable' : 'relay', commandUrl: relay.url, pid: relay.pid },
     devices,
   };
 }
@@ -247,6 +251,7 @@ runMain('command-load', 20 * 60, async () => {
   const driven: Driven[] = [];
   let livelineDescription = '';
   if (wantRelay) driven.push(await setUpRelay(receipts));
+  if (args['durable-relay']) driven.push(await setUpRelay(receipts, true));
   if (wantLiveline) {
     const l = await setUpLiveline(receipts);
     livelineDescription = l.description;
@@ -295,13 +300,20 @@ runMain('command-load', 20 * 60, async () => {
       relay: found.relay
         ? { maxRate: found.relay.best, limitedBy: found.relay.limitedBy, contended: found.relay.contended }
         : null,
+      durableRelay: found.durable
+        ? {
+            maxRate: found.durable.best,
+            limitedBy: found.durable.limitedBy,
+            contended: found.durable.contended,
+          }
+        : null,
       ratio: found.liveline && found.relay ? ratio(found.liveline.best, found.relay.best) : null,
       steps: Object.values(found).flatMap((f) => f.steps),
     });
   } else {
     const results: Record<string, LoadResult> = {};
-    // Relay first, then liveline, back to back on the same generator.
-    for (const label of ['relay', 'liveline']) {
+    // Relay first, then the durable relay, then liveline, back to back on the same generator.
+    for (const label of ['relay', 'durable', 'liveline']) {
       const d = byLabel(label);
       if (!d) continue;
       log(`measure ${label}: ${rate}/s for ${seconds} s over ${d.devices.length} devices`);
@@ -315,12 +327,13 @@ runMain('command-load', 20 * 60, async () => {
     }
     const l = results.liveline;
     const r = results.relay;
+    const dr = results.durable;
     log('');
     log(
       `command-load (${livelineDescription || 'relay only'}; commit ${info.commit}; ${info.nproc} cores, node ${info.node})`,
     );
-    for (const x of [r, l]) if (x) log(`  ${row(x)}`);
-    for (const x of [r, l]) if (x) generatorWarning(x);
+    for (const x of [r, dr, l]) if (x) log(`  ${row(x)}`);
+    for (const x of [r, dr, l]) if (x) generatorWarning(x);
     const ratios =
       l && r
         ? {
@@ -330,6 +343,16 @@ runMain('command-load', 20 * 60, async () => {
           }
         : null;
     if (ratios) log(`  liveline / relay: p50 ×${ratios.p50}  p99 ×${ratios.p99}  max ×${ratios.max}`);
+    const floor =
+      dr && r
+        ? { p50: ratio(dr.latencyMs.p50, r.latencyMs.p50), p99: ratio(dr.latencyMs.p99, r.latencyMs.p99) }
+        : null;
+    if (floor) log(`  durable relay / relay: p50 ×${floor.p50}  p99 ×${floor.p99}`);
+    const overFloor =
+      l && dr
+        ? { p50: ratio(l.latencyMs.p50, dr.latencyMs.p50), p99: ratio(l.latencyMs.p99, dr.latencyMs.p99) }
+        : null;
+    if (overFloor) log(`  liveline / durable relay: p50 ×${overFloor.p50}  p99 ×${overFloor.p99}`);
     if (l) {
       const p99ok = l.latencyMs.p99 <= 5;
       const ratioOk = ratios?.p99 !== null && ratios?.p99 !== undefined && ratios.p99 <= 3;
@@ -345,7 +368,10 @@ runMain('command-load', 20 * 60, async () => {
       connections,
       liveline: l ?? null,
       relay: r ?? null,
+      durableRelay: dr ?? null,
       ratio: ratios,
+      durableRatio: floor,
+      overDurable: overFloor,
     });
   }
 

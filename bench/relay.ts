@@ -5,17 +5,88 @@
 // socket and answers 202 once the frame is written (liveline answers `delivered` at the same point).
 // Frames from devices (acks, heartbeats) are read and dropped.
 //
+// The durable relay (RELAY_DURABLE=sqlite|postgres; command-load.ts --durable-relay) adds what the
+// command path cannot do without, and nothing else: each command is appended to liveline's command log
+// before its frame is written, and each ack settles it, through liveline's own store (its migrations,
+// `Storage.atomically`, on SQLite the writer thread), its own statements (`insertStatements`,
+// `settleStatements`) and its group commit (`Batcher`, commands and acks sharing transactions). The
+// frame is liveline's `command` frame; the 202 is sent once the frame is written. No HTTP framework,
+// auth, validation, idempotency, quotas, bus or delivery bookkeeping: what is left between it and
+// liveline is the cost of those. Store: RELAY_DATA_DIR (SQLite), or RELAY_DATABASE_URL with
+// RELAY_DATABASE_SCHEMA (PostgreSQL).
+//
 // Run by command-load.ts as a child process with an IPC channel (it sends {type:'ready', url});
 // run by hand (`node --import tsx bench/relay.ts`, PORT to choose the port) it prints {"url":…}.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { Batcher } from '../packages/server/src/batcher.ts';
+import { uuidv7 } from '../packages/server/src/ids.ts';
+import {
+  type CommandRow,
+  insertStatements,
+  settleStatements,
+} from '../packages/server/src/modules/commands/store.ts';
+import { openStorage, type Storage } from '../packages/server/src/storage/index.ts';
 
 const COMMANDS = /^\/sessions\/([^/?]+)\/realtime\/commands(?:\?.*)?$/;
 const REALTIME = /^\/client\/v1\/sessions\/([^/?]+)\/realtime(?:\?.*)?$/;
 
 const sockets = new Map<string, WebSocket>();
 const wss = new WebSocketServer({ noServer: true });
+
+type LogWrite = { insert: CommandRow } | { ack: { sessionId: string; commandId: string } };
+
+/** The command log of the durable relay (RELAY_DURABLE): liveline's store, statements and group commit. */
+async function openLog(kind: string) {
+  const storage: Storage = await openStorage({
+    databaseUrl: kind === 'postgres' ? (process.env.RELAY_DATABASE_URL ?? null) : null,
+    databaseSchema: process.env.RELAY_DATABASE_SCHEMA ?? 'public',
+    dataDir: process.env.RELAY_DATA_DIR ?? '',
+    sqliteSynchronous: 'FULL',
+  });
+  const write = async (writes: LogWrite[]) => {
+    const rows: CommandRow[] = [];
+    const acks: { sessionId: string; commandId: string; status: 'acknowledged'; error: null }[] = [];
+    for (const w of writes) {
+      if ('insert' in w) rows.push(w.insert);
+      else acks.push({ ...w.ack, status: 'acknowledged', error: null });
+    }
+    const settle = settleStatements(storage.db, storage.dialect, acks, Date.now(), {
+      lockInOrder: storage.skipLocked,
+    });
+    await storage.atomically([...insertStatements(storage.dialect, rows), ...settle.statements]);
+    return writes.map(() => undefined);
+  };
+  return new Batcher<LogWrite, undefined>(write, { retryAlone: true, gather: true });
+}
+
+const durable = process.env.RELAY_DURABLE;
+const log = durable ? await openLog(durable) : null;
+
+/** Durable: the command is in the log (committed) before its frame is written. */
+async function durableFrame(sessionId: string, body: Buffer): Promise<string> {
+  const { name, data } = JSON.parse(body.toString()) as { name: string; data: unknown };
+  const now = Date.now();
+  const row: CommandRow = {
+    command_id: uuidv7(),
+    session_id: sessionId,
+    tenant_id: 'relay',
+    name,
+    data: JSON.stringify(data ?? null),
+    status: 'queued',
+    issued_at: now,
+    expires_at: now + 30_000,
+    delivered_at: null,
+    settled_at: null,
+    error: null,
+    idempotency_key: null,
+    request_hash: null,
+    batch_id: null,
+  };
+  await log?.submit({ insert: row });
+  return JSON.stringify({ type: 'command', commandId: row.command_id, name, data, issuedAt: now });
+}
 
 const server = http.createServer((req, res) => {
   const match = req.method === 'POST' ? COMMANDS.exec(req.url ?? '') : null;
@@ -26,6 +97,10 @@ const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
+    if (log) {
+      void durableSend(match[1], Buffer.concat(chunks), res);
+      return;
+    }
     const ws = sockets.get(match[1]);
     if (!ws || ws.readyState !== ws.OPEN) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_connected"}');
@@ -38,6 +113,37 @@ const server = http.createServer((req, res) => {
   });
 });
 
+/** The durable relay: a device's ack settles its command (group-committed with the others). */
+function durableAck(sessionId: string, text: string) {
+  const frame = JSON.parse(text) as { type?: string; commandId?: string };
+  if (frame.type === 'ack' && typeof frame.commandId === 'string')
+    void log?.submit({ ack: { sessionId, commandId: frame.commandId } }).catch(() => {});
+}
+
+/** The durable relay's POST: the command committed to the log, then its frame written, then the 202. */
+async function durableSend(sessionId: string, body: Buffer, res: http.ServerResponse) {
+  if (!sockets.has(sessionId)) {
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_connected"}');
+    return;
+  }
+  let frame: string;
+  try {
+    frame = await durableFrame(sessionId, body);
+  } catch {
+    res.writeHead(500).end();
+    return;
+  }
+  const ws = sockets.get(sessionId);
+  if (!ws || ws.readyState !== ws.OPEN) {
+    res.writeHead(202, { 'content-type': 'application/json' }).end('{"status":"queued"}');
+    return;
+  }
+  ws.send(frame, { binary: false }, (err) => {
+    if (err) res.writeHead(500).end();
+    else res.writeHead(202, { 'content-type': 'application/json' }).end('{"status":"delivered"}');
+  });
+}
+
 server.on('upgrade', (req, socket, head) => {
   const match = REALTIME.exec(req.url ?? '');
   if (!match) {
@@ -48,7 +154,7 @@ server.on('upgrade', (req, socket, head) => {
   wss.handleUpgrade(req, socket, head, (ws) => {
     sockets.get(sessionId)?.close(4001, 'replaced');
     sockets.set(sessionId, ws);
-    ws.on('message', () => {});
+    ws.on('message', log ? (raw) => durableAck(sessionId, raw.toString()) : () => {});
     ws.on('error', () => {});
     ws.on('close', () => {
       if (sockets.get(sessionId) === ws) sockets.delete(sessionId);

@@ -20,8 +20,8 @@ for (const bench of benches) {
 }
 // Commands at fleet scale (docs/performance.md): each file with its arguments; each bounds its own time.
 const fleetBenches: string[][] = [
-  ['command-load.ts'],
-  ['command-load.ts', '--find-max'],
+  ['command-load.ts', '--durable-relay'],
+  ['command-load.ts', '--find-max', '--durable-relay'],
   ['idle-sockets.ts'],
   ['cohort-commands.ts'],
   ['tail.ts'],

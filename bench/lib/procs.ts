@@ -257,9 +257,28 @@ export function sharedStore(backend: Backend) {
 
 export { dropSchema };
 
-/** Starts the bare relay (bench/relay.ts) in a child process. */
-export function startRelay(): Promise<ChildServer> {
-  return startChild('relay', [], path.join(ROOT, 'bench/relay.ts'), {}, () => {});
+/**
+ * Starts the bare relay (bench/relay.ts) in a child process; with `durable`, the durable relay on a
+ * fresh store of that kind (a temp dir, or a new PostgreSQL schema; removed on stop).
+ */
+export function startRelay(options: { durable?: Backend } = {}): Promise<ChildServer> {
+  if (!options.durable) return startChild('relay', [], path.join(ROOT, 'bench/relay.ts'), {}, () => {});
+  const postgres = options.durable === 'postgres';
+  if (postgres && !process.env.DATABASE_URL)
+    throw new Error('a durable relay on postgres needs DATABASE_URL');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-bench-relay-'));
+  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const env: Record<string, string> = {
+    RELAY_DURABLE: options.durable,
+    RELAY_DATA_DIR: dataDir,
+    ...(postgres
+      ? { RELAY_DATABASE_URL: process.env.DATABASE_URL ?? '', RELAY_DATABASE_SCHEMA: schema }
+      : {}),
+  };
+  return startChild('durable relay', [], path.join(ROOT, 'bench/relay.ts'), env, async () => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (postgres) await dropSchema(schema);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
