@@ -3,9 +3,17 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const benches = ['ingest.ts', 'commands.ts', 'tracing.ts', 'queries.ts', 'sqlite-event-loop.ts', 'fuzz.ts'];
-/** Benchmarks of the SQLite driver itself, in one process without a server: run once. */
-const sqliteOnly = new Set(['sqlite-event-loop.ts']);
+const benches = [
+  'ingest.ts',
+  'commands.ts',
+  'tracing.ts',
+  'queries.ts',
+  'sqlite-event-loop.ts',
+  'thread-hop.ts',
+  'fuzz.ts',
+];
+/** Benchmarks of the SQLite driver (or of the machine) in one process without a server: run once. */
+const sqliteOnly = new Set(['sqlite-event-loop.ts', 'thread-hop.ts']);
 const backends = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 let failed = false;
 for (const bench of benches) {
