@@ -72,4 +72,27 @@ describe('LiveSessions', () => {
     live.clear();
     expect(live.size).toBe(0);
   });
+
+  it('rows remembered together are read again at spread times, each within maxAgeMs', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `s${i}`);
+    const store = source(ids.map((id) => row(id)));
+    let now = 0;
+    const live = new LiveSessions(store, { now: () => now }, { maxAgeMs: 10_000, maxEntries: 1_000 });
+    for (const id of ids) await live.findForTenant('t1', id);
+    const readAgainAt = async (t: number) => {
+      now = t;
+      store.reads.length = 0;
+      for (const id of ids) await live.findForTenant('t1', id);
+      return store.reads.length;
+    };
+    // Trusted for at least half of maxAgeMs...
+    expect(await readAgainAt(4_999)).toBe(0);
+    // ...then some, not all, are read again (each then trusted anew from that read)...
+    const some = await readAgainAt(7_500);
+    expect(some).toBeGreaterThan(0);
+    expect(some).toBeLessThan(ids.length);
+    // ...and every one first read at 0 and not since is read again by maxAgeMs.
+    const rest = await readAgainAt(10_000);
+    expect(rest).toBeGreaterThanOrEqual(ids.length - some);
+  });
 });

@@ -2,7 +2,11 @@ import type { Clock } from '../../clock.ts';
 import type { SessionRow } from './store.ts';
 
 export interface LiveSessionsOptions {
-  /** How long a remembered row is trusted without hearing of its session's end (a safety net). */
+  /**
+   * How long a remembered row is trusted at most without hearing of its session's end (a safety
+   * net). Each row is trusted for a random time between half of it and all of it, so rows remembered
+   * together (a fleet connecting at once) are not all read again in the same moment.
+   */
   maxAgeMs: number;
   /** How many sessions are remembered; the oldest remembered goes first. */
   maxEntries: number;
@@ -17,7 +21,8 @@ export interface LiveSessionsOptions {
  * missed message could cost.
  */
 export class LiveSessions {
-  private readonly rows = new Map<string, { row: SessionRow; at: number }>();
+  /** Remembered rows, each with the time until which it is trusted. */
+  private readonly rows = new Map<string, { row: SessionRow; until: number }>();
 
   constructor(
     private readonly source: {
@@ -31,7 +36,7 @@ export class LiveSessions {
   async findForTenant(tenantId: string, sessionId: string): Promise<SessionRow | null> {
     const now = this.clock.now();
     const hit = this.rows.get(sessionId);
-    if (hit && hit.row.tenant_id === tenantId && now - hit.at < this.options.maxAgeMs) return hit.row;
+    if (hit && hit.row.tenant_id === tenantId && now < hit.until) return hit.row;
     const row = await this.source.findForTenant(tenantId, sessionId);
     if (row?.status === 'live') this.remember(row, now);
     else if (row) this.rows.delete(sessionId);
@@ -57,6 +62,7 @@ export class LiveSessions {
       const oldest = this.rows.keys().next();
       if (!oldest.done) this.rows.delete(oldest.value);
     }
-    this.rows.set(row.session_id, { row, at });
+    const trusted = this.options.maxAgeMs * (0.5 + 0.5 * Math.random());
+    this.rows.set(row.session_id, { row, until: at + trusted });
   }
 }
