@@ -416,6 +416,70 @@ const tenantsCase = {
   index: 'tenants_created',
 };
 
+/**
+ * The many-row updates of the hot paths (a statement per 500 rows, the rows in a `values` list joined to
+ * the table): they must find each row by its key. SQLite's planner, left to itself, read the whole
+ * table for every statement (`SCAN sessions USING COVERING INDEX …`, the `values` list searched by an
+ * automatic index): the contact flush of 1,000 live sessions took about 105 ms of the writer thread
+ * with 100,000 sessions stored, and more with every session kept.
+ */
+const keyedUpdates: {
+  name: string;
+  table: string;
+  key: string;
+  statements: (backend: Backend) => Promise<string[]>;
+}[] = [
+  {
+    name: 'the contact flush (and an ingestion group’s touch)',
+    table: 'sessions',
+    key: 'session_id',
+    statements: async (backend) => {
+      const contacts: [string, number][] = Array.from({ length: 300 }, (_, i) => [`s${i * 7}`, T0 + 1e9]);
+      const piped: CompiledQuery[] = [];
+      const captured = await sqlOf(backend, (db) =>
+        sessions.touchEach(
+          {
+            dialect: backend,
+            pipeline: async (_trx, statement) => {
+              piped.push(Compiled.raw(statement.sql, [...statement.parameters]));
+            },
+          },
+          db,
+          contacts,
+        ),
+      );
+      return [...captured, ...piped].filter((q) => /^with/i.test(q.sql)).map((q) => JSON.stringify(q));
+    },
+  },
+  {
+    name: 'the webhook dispatcher settling its attempts',
+    table: 'webhook_deliveries',
+    key: 'delivery_id',
+    statements: async (backend) => {
+      const results = Array.from({ length: 300 }, (_, i) => ({
+        attempt: {
+          attempt_id: `a${i}`,
+          delivery_id: `d${i * 3}`,
+          webhook_id: `wh${(i * 3) % 400}`,
+          attempted_at: T0,
+          status_code: 200,
+          latency_ms: 5,
+          error: null,
+        },
+        claimId: 'claim',
+        status: 'delivered' as const,
+        attempts: 1,
+        nextAttemptAt: null,
+        completedAt: T0,
+      }));
+      return webhooks
+        .settleAttemptedStatements(backend, results)
+        .filter((s) => /^with/i.test(s.sql))
+        .map((s) => JSON.stringify(Compiled.raw(s.sql, [...s.parameters])));
+    },
+  },
+];
+
 // --- reading the plans ---------------------------------------------------------------------------------
 
 async function sqlitePlan(storage: Storage, q: CompiledQuery) {
@@ -460,7 +524,9 @@ async function postgresPlan(storage: Storage, q: CompiledQuery) {
 function sqliteProblems(plan: string[], e: Expectation): string[] {
   const problems: string[] = [];
   if (plan.some((d) => d.includes('TEMP B-TREE'))) problems.push('sorts (temp B-tree)');
-  if (plan.some((d) => d === `SCAN ${e.table}`)) problems.push(`scans the whole of ${e.table}`);
+  // `SCAN t USING (COVERING) INDEX i` reads the whole index: a scan all the same.
+  if (plan.some((d) => d === `SCAN ${e.table}` || d.startsWith(`SCAN ${e.table} USING`)))
+    problems.push(`scans the whole of ${e.table}`);
   const index = e.index ?? '\\w+';
   const search = plan
     .map((d) => new RegExp(`^SEARCH ${e.table} USING (?:COVERING )?INDEX ${index} \\((.*)\\)$`).exec(d))
@@ -554,6 +620,47 @@ describe.each(backends)('list query plans on %s', (backend) => {
           ).rows[0].sql;
     expect(definition.toLowerCase()).toMatch(/unique index.*where \(?idempotency_key is not null\)?/);
   });
+
+  it.each(keyedUpdates)(
+    '$name finds each row of $table by its key, never reading the whole table',
+    async ({ table, key, statements }) => {
+      const list = await statements(backend);
+      expect(list.length).toBeGreaterThan(0);
+      for (const text of list) {
+        const q = JSON.parse(text) as CompiledQuery;
+        if (backend === 'sqlite') {
+          const plan = await sqlitePlan(storage, q);
+          const shown = `${q.sql.slice(0, 200)}…\n-- plan:\n${plan.join('\n')}`;
+          expect(
+            plan.filter((d) => d.startsWith(`SCAN ${table}`)),
+            shown,
+          ).toEqual([]);
+          const searches = plan.map((d) =>
+            new RegExp(`^SEARCH ${table} USING (?:COVERING )?INDEX \\w+ \\((.*)\\)$`).exec(d),
+          );
+          expect(
+            searches.some((m) => m?.[1].split(' AND ').includes(`${key}=?`)),
+            shown,
+          ).toBe(true);
+        } else {
+          const nodes = await postgresPlan(storage, q);
+          const shown = nodes
+            .map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}`)
+            .join('\n');
+          expect(
+            nodes.map((n) => n['Node Type']),
+            shown,
+          ).not.toContain('Seq Scan');
+          expect(
+            nodes.some(
+              (n) => n['Node Type'].startsWith('Index') && (n['Index Cond'] ?? '').includes(`(${key} = `),
+            ),
+            shown,
+          ).toBe(true);
+        }
+      }
+    },
+  );
 
   it("the operator's tenants list reads tenants_created from the start, without sorting", async () => {
     const [pageQuery] = await sqlOf(backend, tenantsCase.run);

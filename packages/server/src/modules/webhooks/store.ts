@@ -349,7 +349,9 @@ const SETTLE_ATTEMPTED = new StatementFamily(
     'last_attempt_at = v.last_attempt_at, last_status_code = v.last_status_code, last_error = v.last_error, ' +
     'next_attempt_at = coalesce(v.next_attempt_at, webhook_deliveries.next_attempt_at), ' +
     'completed_at = v.completed_at, claim_id = null from v ' +
-    'where webhook_deliveries.delivery_id = v.delivery_id and webhook_deliveries.claim_id = v.claim_id',
+    // The `in` finds each row by its key: without it SQLite reads the whole table for every statement.
+    'where webhook_deliveries.delivery_id in (select delivery_id from v) ' +
+    'and webhook_deliveries.delivery_id = v.delivery_id and webhook_deliveries.claim_id = v.claim_id',
 );
 
 const LOCK_DELIVERIES = StatementFamily.lockInOrder('webhook_deliveries', 'delivery_id');
