@@ -9,6 +9,8 @@
 //                                                           # REDIS_URL + DATABASE_URL, then as --servers
 //   node --import tsx bench/command-load.ts --durable-relay # and the durable relay (relay.ts) between
 //                                                           # them: the floor of a durable command path
+//   node --import tsx bench/command-load.ts --stored-sessions 200000  # the store holds that many ended
+//                                                           # sessions of the tenant first (a history)
 //
 // This process is the load generator: it holds the device sockets and the HTTP client; liveline and
 // the relay each run in a child process of their own (bench/lib/procs.ts). Latency is from a
@@ -26,6 +28,7 @@ import { type LoadResult, Receipts, runLoad, type Target } from './lib/load.ts';
 import {
   type Backend,
   dropSchema,
+  type LivelineServer,
   machine,
   onCleanup,
   runMain,
@@ -33,6 +36,7 @@ import {
   startLiveline,
   startRelay,
 } from './lib/procs.ts';
+import { seedEndedSessions } from './lib/seed.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -54,6 +58,7 @@ const { values: args } = parseArgs({
     servers: { type: 'string' },
     'admin-token': { type: 'string' },
     cross: { type: 'boolean', default: false },
+    'stored-sessions': { type: 'string', default: '0' },
   },
 });
 
@@ -63,6 +68,7 @@ const store = args.servers ? 'external' : args.cross ? 'postgres' : backend;
 const devicesCount = Number(args.devices);
 const rate = Number(args.rate);
 const seconds = Number(args.seconds);
+const storedSessions = Number(args['stored-sessions']);
 const warmupSeconds = Number(args.warmup);
 const connections = Number(args.connections);
 const drainMs = Number(args['drain-ms']);
@@ -87,6 +93,7 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
   let adminToken: string;
   let pid: number | null = null;
   let description: string;
+  let server: LivelineServer | undefined;
   if (args.servers) {
     const [a, b] = args.servers.split(',').map((s) => s.trim().replace(/\/$/, ''));
     socketBase = a;
@@ -124,14 +131,22 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
     pid = b.pid;
     description = `two processes sharing REDIS_URL + PostgreSQL schema ${schema}: devices on A, commands through B (CPU figure is B's)`;
   } else {
-    const server = await startLiveline({ backend });
+    server = await startLiveline({ backend });
     socketBase = server.url;
     commandBase = server.url;
     adminToken = server.adminToken;
     pid = server.pid;
-    description = `one liveline process (${backend})`;
+    description = `one liveline process (${backend}${storedSessions > 0 ? `, ${storedSessions} ended sessions stored` : ''})`;
   }
   const tenant = await createBenchTenant(socketBase, adminToken);
+  if (storedSessions > 0) {
+    if (!server) throw new Error('--stored-sessions needs one liveline process this benchmark starts');
+    const s0 = performance.now();
+    await seedEndedSessions(server, tenant.tenantId, storedSessions);
+    log(
+      `liveline: ${storedSessions} ended sessions stored in ${((performance.now() - s0) / 1000).toFixed(1)} s`,
+    );
+  }
   const t0 = performance.now();
   const specs = await createSessions(socketBase, socketBase, tenant, devicesCount, { prefix: 'load' });
   const devices = await openDevices(specs, receipts.deliver);

@@ -44,12 +44,13 @@ async function postJson(pool: Pool, path: string, token: string, body: unknown) 
 }
 
 export interface Tenant {
+  tenantId: string;
   token: string;
 }
 
 export async function createBenchTenant(base: string, adminToken: string): Promise<Tenant> {
-  const { token } = await createTenant(base, adminToken, { name: 'fleet bench' });
-  return { token };
+  const { tenantId, token } = await createTenant(base, adminToken, { name: 'fleet bench' });
+  return { tenantId, token };
 }
 
 /**

@@ -186,6 +186,9 @@ async function startChild(
 export interface LivelineServer extends ChildServer {
   adminToken: string;
   backend: Backend;
+  /** Its store: the SQLite data dir, and the PostgreSQL schema on PostgreSQL. */
+  dataDir: string;
+  schema?: string;
 }
 
 export interface LivelineOptions {
@@ -241,7 +244,13 @@ export async function startLiveline(options: LivelineOptions): Promise<LivelineS
       if (ownSchema) await dropSchema(schema);
     },
   );
-  return { ...server, adminToken, backend: options.backend };
+  return {
+    ...server,
+    adminToken,
+    backend: options.backend,
+    dataDir,
+    schema: options.backend === 'postgres' ? schema : undefined,
+  };
 }
 
 /** A store that outlives one server process (restarts): a temp dir, and a schema on PostgreSQL. */
