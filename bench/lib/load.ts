@@ -226,6 +226,10 @@ export async function runLoad(
     }
     if (!Number.isNaN(answeredAt[i]) && h < http.length) http[h++] = answeredAt[i] - due;
   }
+  // BENCH_TIMELINE=1: the run's latency over time on stderr, `<second>:<p50>/<max>` per quarter second
+  // of scheduled start (a backlog left by the warm-up, a stall, a slow drift show where they happen).
+  if (process.env.BENCH_TIMELINE)
+    process.stderr.write(`timeline ${target.label}: ${timeline(state.at, start, interval)}\n`);
   latencies.sort();
   fromSend.sort();
   lags.sort();
@@ -271,4 +275,22 @@ export async function runLoad(
     generatorLate: lagP99 > 5,
     ...(firstError ? { firstError } : {}),
   };
+}
+
+/** Latency by quarter second of scheduled start: `<second>:<p50>/<max>` each (ms), for BENCH_TIMELINE. */
+function timeline(at: Float64Array, start: number, interval: number): string {
+  const buckets = new Map<number, number[]>();
+  for (let i = 0; i < at.length; i++) {
+    if (Number.isNaN(at[i])) continue;
+    const bucket = Math.floor((i * interval) / 250);
+    const list = buckets.get(bucket) ?? [];
+    list.push(at[i] - (start + i * interval));
+    buckets.set(bucket, list);
+  }
+  return [...buckets]
+    .map(([bucket, list]) => {
+      list.sort((x, y) => x - y);
+      return `${(bucket / 4).toFixed(2)}:${list[Math.floor(list.length / 2)].toFixed(0)}/${list[list.length - 1].toFixed(0)}`;
+    })
+    .join(' ');
 }
