@@ -8,6 +8,8 @@
 // ingestion with BENCH_ALERT_RULES rules on the tenant (default 20) against none, in rounds
 // (BENCH_ALERT_ROUNDS, default 2; which phase goes first alternates), each phase on a fresh server:
 // the throughput ratio and the server's CPU per event of each pair, and their medians.
+// BENCH_STORED_SESSIONS=N first stores N ended sessions of the tenant (a store with a history).
+
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -16,6 +18,7 @@ import { DATABASE_FILE } from '../packages/server/src/storage/data-dir.ts';
 import BetterSqlite3 from '../packages/server/src/storage/dialects/better-sqlite3.js';
 import { openStorage } from '../packages/server/src/storage/index.ts';
 import { call, createTenant } from '../packages/server/test/helpers/api.ts';
+import { seedEndedSessions } from './lib/seed.ts';
 import { percentile, startBenchServer } from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -45,6 +48,8 @@ const dispatchSeconds = Number(process.env.BENCH_DISPATCH_SECONDS ?? 5);
 /** Events ingested at once for the throughput phase; the drain is given BENCH_DRAIN_SECONDS at most. */
 const backlogEvents = Number(process.env.BENCH_BACKLOG ?? 20_000);
 const drainSeconds = Number(process.env.BENCH_DRAIN_SECONDS ?? 30);
+/** Ended sessions of the tenant stored before each ingestion phase (a store with a history). */
+const storedSessions = Number(process.env.BENCH_STORED_SESSIONS ?? 0);
 
 /** Alert-rule counts to compare with none (empty: skip), and how many alternating rounds of each. */
 const alertRuleCounts = (process.env.BENCH_ALERT_RULES ?? '20')
@@ -139,7 +144,8 @@ async function setup(
 ) {
   const server = await startBenchServer(backend, endpoints > 0 ? WEBHOOK_ENV : {});
   const base = server.url;
-  const { token } = await createTenant(base, server.adminToken, { name: 'bench' });
+  const { tenantId, token } = await createTenant(base, server.adminToken, { name: 'bench' });
+  await seedEndedSessions(server, tenantId, storedSessions);
   for (let i = 0; i < endpoints; i++) {
     const hook = await call(base, 'POST', '/webhooks', {
       token,

@@ -2,16 +2,20 @@
 // straight into a running server's store (one `insert … select` each, the same SQL on both stores).
 import { sql } from 'kysely';
 import { openStorage } from '../../packages/server/src/storage/index.ts';
-import type { LivelineServer } from './procs.ts';
 
 /**
  * Adds `count` ended sessions of `tenantId` (a year of history before now, spread over 1,000 players
  * and 100 cohorts) to the server's store: what a deployment keeps once it has run for a while.
  */
-export async function seedEndedSessions(server: LivelineServer, tenantId: string, count: number) {
+export async function seedEndedSessions(
+  server: { dataDir: string; schema?: string | null },
+  tenantId: string,
+  count: number,
+) {
   if (count <= 0) return;
   const storage = await openStorage({
-    databaseUrl: server.backend === 'postgres' ? (process.env.DATABASE_URL ?? null) : null,
+    // A server on PostgreSQL has a schema of its own (lib/procs.ts, lib.ts); on SQLite, none.
+    databaseUrl: server.schema ? (process.env.DATABASE_URL ?? null) : null,
     databaseSchema: server.schema ?? 'public',
     dataDir: server.dataDir,
     sqliteSynchronous: 'NORMAL',
