@@ -263,21 +263,30 @@ runMain('command-load', 20 * 60, async () => {
   const info = machine();
   log(`command-load: ${JSON.stringify(info)} store ${store}`);
   const receipts = new Receipts();
-  const driven: Driven[] = [];
   let livelineDescription = '';
-  if (wantRelay) driven.push(await setUpRelay(receipts));
-  if (args['durable-relay']) driven.push(await setUpRelay(receipts, true));
-  if (wantLiveline) {
-    const l = await setUpLiveline(receipts);
-    livelineDescription = l.description;
-    driven.push(l);
-  }
-  const byLabel = (label: string) => driven.find((d) => d.target.label === label);
+  // Each target is set up, warmed up and measured in turn, none left idle in between: a process left
+  // quiet for the half minute the others take is measured colder (on Node 20, V8 shrinks the young
+  // generation of a quiet process, and its first seconds back under load pay for it in GC; see
+  // docs/performance.md). Set up together, the last one measured, liveline, looked twice as slow at p99.
+  // Relay first, then the durable relay, then liveline, on the same generator.
+  const targets: (() => Promise<Driven>)[] = [];
+  const driven: Driven[] = [];
+  if (wantRelay) targets.push(() => setUpRelay(receipts));
+  if (args['durable-relay']) targets.push(() => setUpRelay(receipts, true));
+  if (wantLiveline)
+    targets.push(async () => {
+      const l = await setUpLiveline(receipts);
+      livelineDescription = l.description;
+      return l;
+    });
 
   // Warm-up at the first rate measured: a warm-up above what the server holds would leave a backlog
   // that the first step then pays for.
   const warmupRate = args['find-max'] ? Math.min(rate, Number(args['start-rate'])) : rate;
-  for (const d of driven) {
+  /** Sets the next target up and warms it up. */
+  const ready = async (setUp: () => Promise<Driven>) => {
+    const d = await setUp();
+    driven.push(d);
     log(`warm-up ${d.target.label}: ${warmupSeconds} s at ${warmupRate}/s`);
     await runLoad(d.target, d.devices, receipts, {
       connections,
@@ -286,11 +295,13 @@ runMain('command-load', 20 * 60, async () => {
       drainMs,
     });
     await sleep(1000);
-  }
+    return d;
+  };
 
   if (args['find-max']) {
     const found: Record<string, Awaited<ReturnType<typeof findMax>>> = {};
-    for (const d of driven) {
+    for (const setUp of targets) {
+      const d = await ready(setUp);
       log(
         `find-max ${d.target.label}: steps of ${args['step-seconds']} s from ${args['start-rate']}/s, p99 < ${p99Limit} ms`,
       );
@@ -327,10 +338,9 @@ runMain('command-load', 20 * 60, async () => {
     });
   } else {
     const results: Record<string, LoadResult> = {};
-    // Relay first, then the durable relay, then liveline, back to back on the same generator.
-    for (const label of ['relay', 'durable', 'liveline']) {
-      const d = byLabel(label);
-      if (!d) continue;
+    for (const setUp of targets) {
+      const d = await ready(setUp);
+      const label = d.target.label;
       log(`measure ${label}: ${rate}/s for ${seconds} s over ${d.devices.length} devices`);
       results[label] = await runLoad(d.target, d.devices, receipts, {
         connections,
