@@ -1,4 +1,4 @@
-import type { PresenceChange } from './bus/index.ts';
+import type { AuthChange, PresenceChange } from './bus/index.ts';
 import type { Services } from './compose.ts';
 import { CLOSE } from './modules/realtime/index.ts';
 import { eventSession, type SessionRow } from './modules/sessions/index.ts';
@@ -176,14 +176,17 @@ export function wire(s: Services) {
   });
   // Revocations and key rotations (CONTRACT §15) reach every process; sockets of revoked tokens close (4003).
   auth.onChange((change) => bus.publish({ type: 'auth.changed', origin: bus.nodeId, change }));
-  bus.subscribe(async (message) => {
-    if (message.type !== 'auth.changed') return;
-    if (message.origin !== bus.nodeId) await auth.changedElsewhere(message.change);
-    if (message.change.kind !== 'keys') {
+  const authChanged = async (origin: string, change: AuthChange) => {
+    if (origin !== bus.nodeId) await auth.changedElsewhere(change);
+    if (change.kind !== 'keys') {
       hub.closeRefused((principal) => auth.refusal(principal));
       tail.closeRefused((principal) => auth.refusal(principal) !== null);
     }
-  });
+  };
+  // Nothing (no promise) for every other message: the bus awaits only what a handler returns.
+  bus.subscribe((message) =>
+    message.type === 'auth.changed' ? authChanged(message.origin, message.change) : undefined,
+  );
 
   // --- what a session is, and its end -----------------------------------------------------------------
   sessions.addDecorator((ids) => streams.liveStates(ids));

@@ -58,6 +58,18 @@ export type AuthChange =
 
 export type BusHandler = (message: BusMessage) => Promise<void> | void;
 
+/**
+ * Runs this node's handlers on a message, in the order they were added, each once the one before has
+ * finished. Only a handler that returns a promise is awaited: most return nothing for most messages
+ * (they ignore them), and a command's two messages then cost no promise per handler.
+ */
+export async function runHandlers(handlers: readonly BusHandler[], message: BusMessage): Promise<void> {
+  for (const handler of handlers) {
+    const running = handler(message);
+    if (running) await running;
+  }
+}
+
 export interface Bus {
   /** This process's id on the bus. */
   readonly nodeId: string;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus, BusHandler, BusMessage } from './bus.ts';
+import { type Bus, type BusHandler, type BusMessage, runHandlers } from './bus.ts';
 
 /** A bus message as it travels between nodes: who sent it, and the message. */
 export interface ClusterEnvelope {
@@ -31,7 +31,7 @@ export abstract class ClusterBus implements Bus {
 
   async publish(message: BusMessage): Promise<void> {
     if (this.closed) return;
-    await this.runLocal(message);
+    await runHandlers(this.handlers, message);
     try {
       await this.doPublish(JSON.stringify({ origin: this.nodeId, message } satisfies ClusterEnvelope));
     } catch (err) {
@@ -74,10 +74,6 @@ export abstract class ClusterBus implements Bus {
   protected resync() {
     if (this.closed) return;
     for (const listener of this.resyncListeners) listener();
-  }
-
-  private async runLocal(message: BusMessage) {
-    for (const handler of this.handlers) await handler(message);
   }
 
   async close(): Promise<void> {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus, BusHandler, BusMessage } from './bus.ts';
+import { type Bus, type BusHandler, type BusMessage, runHandlers } from './bus.ts';
 
 /** The bus of a single process: messages go straight to the local handlers. */
 export class MemoryBus implements Bus {
   readonly nodeId = randomUUID();
   private handlers: BusHandler[] = [];
 
-  async publish(message: BusMessage): Promise<void> {
-    for (const handler of this.handlers) await handler(message);
+  publish(message: BusMessage): Promise<void> {
+    return runHandlers(this.handlers, message);
   }
 
   subscribe(handler: BusHandler): void {

@@ -59,6 +59,27 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
       }
     });
 
+    it("runs the publishing node's handlers in the order they were added, each after the last has finished", async () => {
+      deployment = await deploy();
+      const node = deployment.nodes[0];
+      const steps: string[] = [];
+      node.subscribe(() => {
+        steps.push('sync 1');
+      });
+      node.subscribe(async () => {
+        steps.push('async start');
+        await new Promise((r) => setTimeout(r, 5));
+        steps.push('async end');
+      });
+      // A handler that returns nothing for a message it ignores, as most do.
+      node.subscribe((m) => (m.type === 'takeover' ? Promise.resolve() : undefined));
+      node.subscribe(() => {
+        steps.push('sync 2');
+      });
+      await node.publish(close(randomUUID(), 1));
+      expect(steps).toEqual(['sync 1', 'async start', 'async end', 'sync 2']);
+    });
+
     // The order guaranteed is each publisher's own (as Redis pub/sub and socket.io's adapters give):
     // a node's messages reach every node in the order it published them. Across publishers there is
     // no total order; commands stay in order across processes because the accepting process waits

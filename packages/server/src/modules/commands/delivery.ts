@@ -221,15 +221,16 @@ export class CommandDelivery {
     if (this.lines.get(sessionId)?.connectionId === connectionId) this.lines.delete(sessionId);
   }
 
-  private async onBus(message: BusMessage) {
+  /** A promise only for what it writes to a socket here (the bus awaits only those). */
+  private onBus(message: BusMessage): Promise<void> | undefined {
     if (message.type === 'command') {
       if (message.origin !== this.bus.nodeId)
         for (const heard of this.elsewhere) heard(message.sessionId, message.command);
       const line = this.lines.get(message.sessionId);
-      if (line) await this.enqueue(message.sessionId, line, async () => [message.command]);
-    } else if (message.type === 'command.cancel') {
-      await this.onCancel(message.sessionId, message.commandId);
-    } else if (message.type === 'delivered') {
+      return line ? this.enqueue(message.sessionId, line, async () => [message.command]) : undefined;
+    }
+    if (message.type === 'command.cancel') return this.onCancel(message.sessionId, message.commandId);
+    if (message.type === 'delivered') {
       // The time the writing node notes down (`write`), so the 202 and the stored row agree.
       const at = message.at ?? this.clock.now();
       for (const id of message.commandIds) {
@@ -240,6 +241,7 @@ export class CommandDelivery {
         }
       }
     }
+    return undefined;
   }
 
   /** Writes commands after everything queued before them on the line; reports them delivered. */
