@@ -1,5 +1,6 @@
-import type { AuthChange, PresenceChange } from './bus/index.ts';
+import type { PresenceChange } from './bus/index.ts';
 import type { Services } from './compose.ts';
+import type { AuthChange } from './modules/auth/index.ts';
 import { CLOSE } from './modules/realtime/index.ts';
 import { eventSession, type SessionRow } from './modules/sessions/index.ts';
 import { STREAM_COMMAND_NAMES } from './modules/streams/index.ts';

@@ -1,4 +1,4 @@
-export type { AuthChange, Bus, BusHandler, BusMessage, PresenceChange, WireCommand } from './bus.ts';
+export type { Bus, BusHandler, BusMessage, PresenceChange, WireCommand } from './bus.ts';
 export { type BusDeployment, connectBus, redisErrorLogger } from './connect.ts';
 export { MemoryBus } from './memory-bus.ts';
 export { MemoryPresence } from './memory-presence.ts';
