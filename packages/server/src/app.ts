@@ -114,8 +114,10 @@ export async function buildApp(
   // PostgreSQL text cannot hold U+0000: refused in paths, queries and JSON bodies on every store (400).
   app.addHook('preValidation', refuseNul);
   app.addSchema(ProblemSchema);
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks (here and below) cost no promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
   // Node closes only the connections idle when close begins; a keep-alive connection busy at that
   // moment would hold shutdown open until its client lets go, so its last response closes it.
@@ -125,13 +127,14 @@ export async function buildApp(
     // Live tails never end by themselves: they end here, or closing would wait for their readers.
     services.tail.close();
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('Connection', 'close');
     // No browser guesses a type the server did not send; API answers (tokens, secrets, personal data)
     // are never stored by a cache on the way.
     reply.header('X-Content-Type-Options', 'nosniff');
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.includes('json') && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    done(null, payload);
   });
   app.addHook('onRoute', (route) => {
     const auth = route.config?.auth;

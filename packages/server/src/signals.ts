@@ -50,6 +50,11 @@ export class Signals {
     this.handlers.set(name, list);
   }
 
+  /** Whether any module listens to `name` (an emitter may then skip building the payload). */
+  listens(name: keyof SignalMap): boolean {
+    return this.handlers.has(name);
+  }
+
   /**
    * Runs every handler and waits for all of them, so a caller can rely on their effects. A failing
    * handler is reported and does not stop the others nor fail the caller.

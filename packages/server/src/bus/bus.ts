@@ -58,16 +58,28 @@ export type AuthChange =
 
 export type BusHandler = (message: BusMessage) => Promise<void> | void;
 
+const DONE: Promise<void> = Promise.resolve();
+
 /**
  * Runs this node's handlers on a message, in the order they were added, each once the one before has
  * finished. Only a handler that returns a promise is awaited: most return nothing for most messages
- * (they ignore them), and a command's two messages then cost no promise per handler.
+ * (they ignore them), and a message no handler returns a promise for costs no promise at all (a
+ * command's `delivered` message). A handler that throws rejects the returned promise.
  */
-export async function runHandlers(handlers: readonly BusHandler[], message: BusMessage): Promise<void> {
-  for (const handler of handlers) {
-    const running = handler(message);
-    if (running) await running;
+export function runHandlers(handlers: readonly BusHandler[], message: BusMessage): Promise<void> {
+  return runFrom(handlers, message, 0);
+}
+
+function runFrom(handlers: readonly BusHandler[], message: BusMessage, from: number): Promise<void> {
+  try {
+    for (let i = from; i < handlers.length; i++) {
+      const running = handlers[i](message);
+      if (running) return running.then(() => runFrom(handlers, message, i + 1));
+    }
+  } catch (err) {
+    return Promise.reject(err);
   }
+  return DONE;
 }
 
 export interface Bus {

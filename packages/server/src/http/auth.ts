@@ -45,20 +45,19 @@ function bearerToken(request: FastifyRequest, spec: AuthSpec): string | null {
 }
 
 export interface AuthPluginOptions {
-  /** Who holds a bearer token, and whether the token is still honoured (revocation, in memory). */
-  auth: Pick<AuthService, 'authenticate' | 'refusal'>;
+  /**
+   * Who holds a bearer token (`remembered`: at once, for a token this process verified before), and
+   * whether the token is still honoured (revocation, in memory).
+   */
+  auth: Pick<AuthService, 'authenticate' | 'remembered' | 'refusal'>;
 }
 
 /** Authenticates every request against its route's `config.auth` before the body is read. */
 export const authPlugin = fp(
   async (app: FastifyInstance, { auth }: AuthPluginOptions) => {
     app.decorateRequest('principal', null);
-    app.addHook('onRequest', async (request) => {
-      const spec = request.routeOptions.config?.auth;
-      if (!spec) return;
-      const token = bearerToken(request, spec);
-      if (!token) throw problems.unauthorized();
-      const principal = await auth.authenticate(token);
+    /** Sets the request's principal, or throws the problem that refuses it for the route (`spec`). */
+    const admit = (request: FastifyRequest, spec: AuthSpec, principal: Principal | null) => {
       if (principal?.kind === 'operator') {
         if (!spec.operator) throw problems.tokenNotAccepted('operator');
         request.principal = principal;
@@ -81,6 +80,22 @@ export const authPlugin = fp(
         throw problems.tokenNotAccepted('device');
       }
       request.principal = principal;
+    };
+    // Callback style: a token verified before (nearly every request) costs no promise.
+    app.addHook('onRequest', (request, _reply, done) => {
+      const spec = request.routeOptions.config?.auth;
+      if (!spec) return done();
+      const token = bearerToken(request, spec);
+      if (!token) throw problems.unauthorized();
+      const known = auth.remembered(token);
+      if (known) {
+        admit(request, spec, known);
+        return done();
+      }
+      auth
+        .authenticate(token)
+        .then((principal) => admit(request, spec, principal))
+        .then(() => done(), done);
     });
   },
   { name: 'liveline-auth' },

@@ -29,8 +29,18 @@ export interface Storage {
    * whose statements are all known before it starts (no logic between them). SQLite sends BEGIN,
    * the statements and COMMIT to its writer thread as one message; PostgreSQL runs one transaction.
    * All or nothing: when a statement fails, nothing is written and the promise rejects.
+   *
+   * `durable: false` is for writes that may be lost on power loss (not on a crash of the process):
+   * state that is noted in memory and written a while later anyway, such as device contact. On
+   * SQLite the COMMIT then does not wait for the disk (`synchronous = NORMAL` for that transaction):
+   * its frames reach the disk with the next durable commit, or a checkpoint, and it does not hold the
+   * writer thread for an fsync while durable commits (commands, events) wait behind it. PostgreSQL
+   * commits it as any other (its commits do not queue behind one another).
    */
-  atomically(statements: readonly CompiledStatement[]): Promise<Record<string, unknown>[][]>;
+  atomically(
+    statements: readonly CompiledStatement[],
+    options?: { durable?: boolean },
+  ): Promise<Record<string, unknown>[][]>;
   /**
    * Runs a write of the transaction `trx` (the caller is inside it) whose answer the caller does not
    * need. SQLite's writer thread gets it at once and the promise resolves at once: the statement runs

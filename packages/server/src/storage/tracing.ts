@@ -50,9 +50,9 @@ export function traceStorage(storage: Storage): Storage {
   const atomically = storage.atomically;
   return {
     ...storage,
-    atomically: (statements) => {
+    atomically: (statements, options) => {
       const tracer = tracerInSpan();
-      if (!tracer) return atomically(statements);
+      if (!tracer) return atomically(statements, options);
       return inSpan(
         tracer,
         `${storage.dialect} transaction`,
@@ -63,7 +63,7 @@ export function traceStorage(storage: Storage): Storage {
             'db.operation.batch.size': statements.length,
           },
         },
-        () => atomically(statements),
+        () => atomically(statements, options),
       );
     },
   };

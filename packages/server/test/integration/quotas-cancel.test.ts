@@ -531,16 +531,16 @@ describe.each(backends)('per-tenant quotas, command cancel and idempotent replay
       ids.sort();
       // Counts the frames the real hub has in flight at once (it still writes every one).
       const hub = open.services.hub;
-      const write = hub.sendCommand.bind(hub);
+      const write = hub.sendCommands.bind(hub);
       let inFlight = 0;
       let most = 0;
-      hub.sendCommand = async (connectionId, command) => {
-        inFlight++;
+      hub.sendCommands = async (connectionId, commands) => {
+        inFlight += commands.length;
         most = Math.max(most, inFlight);
         try {
-          return await write(connectionId, command);
+          return await write(connectionId, commands);
         } finally {
-          inFlight--;
+          inFlight -= commands.length;
         }
       };
       const socket = await TestSocket.open(open.url, sessionId, token);

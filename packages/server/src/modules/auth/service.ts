@@ -105,6 +105,14 @@ export class AuthService {
    * ours. Verified tokens are cached until they expire, so this says nothing of revocation: ask
    * `refusal` too.
    */
+  /**
+   * The principal of a token this process verified before and still holds good (`authenticate`
+   * without its promise, for the request path), or null: then ask `authenticate`.
+   */
+  remembered(token: string): Principal | null {
+    return this.tokens.remembered(token);
+  }
+
   async authenticate(token: string): Promise<Principal | null> {
     // A token verified before is not the operator's: the constant-time test (a SHA-256 of the
     // candidate) is for the others, the operator's among them.

@@ -7,8 +7,11 @@ import * as store from './store.ts';
 
 /** What delivery needs of the sockets this process holds (the realtime hub provides it). */
 export interface CommandTransport {
-  /** Writes a `command` frame on the connection; false when that connection is gone. */
-  sendCommand(connectionId: string, command: WireCommand): Promise<boolean>;
+  /**
+   * Writes a `command` frame for each command on the connection, in order; true once the socket has
+   * taken every one, false when that connection is gone or failed.
+   */
+  sendCommands(connectionId: string, commands: readonly WireCommand[]): Promise<boolean>;
   /** Writes a `command.cancel` frame on the connection; false when that connection is gone. */
   sendCancel(connectionId: string, commandId: string): Promise<boolean>;
 }
@@ -32,6 +35,12 @@ interface Line {
   chain: Promise<void>;
 }
 
+/** A command accepted here, waiting for word of its delivery (`at`); `wake` is set once someone waits. */
+interface Waiting {
+  at: number | null;
+  wake: (() => void) | null;
+}
+
 export interface DeliveryOptions {
   /** How long an accepted command waits for a process elsewhere to report it written (then: queued). */
   remoteWaitMs: number;
@@ -46,7 +55,7 @@ export interface DeliveryOptions {
 export class CommandDelivery {
   private readonly lines = new Map<string, Line>();
   /** Commands accepted here whose delivery is awaited: set when a `delivered` message names them. */
-  private readonly waiting = new Map<string, { at: number | null; wake: () => void }>();
+  private readonly waiting = new Map<string, Waiting>();
   /**
    * Written to a socket here, delivery time not yet written: command → when. `flushMarks` (a job)
    * writes them a few times a second; a command answered before that needs no mark of its own (its
@@ -82,22 +91,19 @@ export class CommandDelivery {
    * device's socket, or null when the device is not connected anywhere (it stays queued).
    */
   async deliver(sessionId: string, command: WireCommand): Promise<number | null> {
-    let wake = () => {};
-    const woken = new Promise<void>((resolve) => {
-      wake = resolve;
-    });
-    const wait = { at: null as number | null, wake };
+    const wait: Waiting = { at: null, wake: null };
     this.waiting.set(command.commandId, wait);
     try {
       await this.bus.publish({ type: 'command', sessionId, origin: this.bus.nodeId, command });
       // Written here already, or not connected anywhere: nothing to wait for.
       if (wait.at !== null || !(await this.presence.connected([sessionId])).has(sessionId)) return wait.at;
-      // Held by another process: wait for its word, briefly.
+      // Held by another process: wait for its word (unless it came meanwhile), briefly.
+      if (wait.at !== null) return wait.at;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        woken,
-        new Promise((resolve) => (timer = setTimeout(resolve, this.options.remoteWaitMs))),
-      ]);
+      await new Promise<void>((resolve) => {
+        wait.wake = resolve;
+        timer = setTimeout(resolve, this.options.remoteWaitMs);
+      });
       clearTimeout(timer);
       return wait.at;
     } finally {
@@ -202,18 +208,19 @@ export class CommandDelivery {
     this.lines.get(sessionId)?.sent.delete(commandId);
   }
 
-  /** Writes the delivery times noted since the last flush, in one transaction. */
+  /**
+   * Writes the delivery times noted since the last flush, in one transaction sent whole
+   * (`Storage.atomically`): it never holds SQLite's writer across a turn of this thread.
+   */
   async flushMarks(): Promise<number> {
     if (this.unmarked.size === 0) return 0;
     // The times stay readable (`writtenAt`) until committed: a command never looks queued meanwhile.
-    return this.unmarked.flush((byTime) =>
-      this.storage.db.transaction().execute(async (trx) => {
-        // Rows in id order first, as an ack group takes them, or the two can deadlock (PostgreSQL).
-        if (this.storage.skipLocked)
-          await store.lockInOrder(trx, this.storage.dialect, [...byTime.values()].flat());
-        for (const [at, ids] of byTime) await store.markDelivered(trx, ids, at);
-      }),
-    );
+    return this.unmarked.flush(async (byTime) => {
+      const { db, dialect, skipLocked } = this.storage;
+      await this.storage.atomically(
+        store.deliveryMarkStatements(db, dialect, byTime, { lockInOrder: skipLocked }),
+      );
+    });
   }
 
   /** The connection closed: what it was sent but not answered goes again on the next one. */
@@ -227,7 +234,7 @@ export class CommandDelivery {
       if (message.origin !== this.bus.nodeId)
         for (const heard of this.elsewhere) heard(message.sessionId, message.command);
       const line = this.lines.get(message.sessionId);
-      return line ? this.enqueue(message.sessionId, line, async () => [message.command]) : undefined;
+      return line ? this.enqueue(message.sessionId, line, [message.command]) : undefined;
     }
     if (message.type === 'command.cancel') return this.onCancel(message.sessionId, message.commandId);
     if (message.type === 'delivered') {
@@ -237,7 +244,7 @@ export class CommandDelivery {
         const wait = this.waiting.get(id);
         if (wait) {
           wait.at = at;
-          wait.wake();
+          wait.wake?.();
         }
       }
     }
@@ -245,9 +252,9 @@ export class CommandDelivery {
   }
 
   /** Writes commands after everything queued before them on the line; reports them delivered. */
-  private enqueue(sessionId: string, line: Line, commands: () => Promise<WireCommand[]>): Promise<void> {
+  private enqueue(sessionId: string, line: Line, commands: WireCommand[]): Promise<void> {
     line.chain = line.chain
-      .then(async () => this.write(sessionId, line, await commands()))
+      .then(() => this.write(sessionId, line, commands))
       .catch((err) => this.log.warn({ err, sessionId }, 'command delivery failed'));
     return line.chain;
   }
@@ -256,14 +263,10 @@ export class CommandDelivery {
   private async write(sessionId: string, line: Line, commands: WireCommand[]): Promise<void> {
     const fresh = commands.filter((c) => !line.sent.has(c.commandId));
     if (fresh.length === 0 || !this.transport) return;
-    const written: string[] = [];
-    await Promise.all(
-      fresh.map(async (command) => {
-        line.sent.set(command.commandId, command.name);
-        if (await this.transport!.sendCommand(line.connectionId, command)) written.push(command.commandId);
-      }),
-    );
-    if (written.length === 0) return;
+    for (const command of fresh) line.sent.set(command.commandId, command.name);
+    // Not written (the connection went): they stay pending, and the device's next connection gets them.
+    if (!(await this.transport.sendCommands(line.connectionId, fresh))) return;
+    const written = fresh.map((c) => c.commandId);
     // The delivery time is written in the background (`flushMarks`): the accepting process is
     // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
     const at = this.clock.now();

@@ -146,14 +146,16 @@ export class CommandsService {
       if (raced) return raced;
       throw err;
     }
+    // The data as stored (a hook may have added to it), read once for the frame and the answer.
+    const data = JSON.parse(row.data) as unknown;
     const deliveredAt = await this.delivery.deliver(session.session_id, {
       commandId: row.command_id,
       name: row.name,
-      data: JSON.parse(row.data) as unknown,
+      data,
       issuedAt: row.issued_at,
     });
     // The answer tells how far delivery got (CONTRACT §3), even when a quick device has acked already.
-    const view = this.view(row);
+    const view = this.view(row, data);
     return deliveredAt === null ? view : { ...view, status: 'delivered' as const, deliveredAt };
   }
 
@@ -282,7 +284,6 @@ export class CommandsService {
         hooked: name === undefined || this.settleHooks.has(name),
       },
     });
-    if (row) this.delivery.settled(sessionId, commandId);
     if (!row) {
       const existing = await store.findCommand(this.storage.db, sessionId, commandId);
       if (!existing) return 'unknown';
@@ -290,12 +291,17 @@ export class CommandsService {
         ? 'expired'
         : 'already_settled';
     }
-    await this.signals.emit('command.settled', settled(row, ok ? 'acknowledged' : 'failed'));
+    this.delivery.settled(sessionId, commandId);
+    await this.reportSettled(row, ok ? 'acknowledged' : 'failed');
     return 'settled';
   }
 
-  /** Expires open commands past their time and reports each; returns how many. */
+  /**
+   * Expires open commands past their time and reports each; returns how many. A look first, outside
+   * a transaction: most runs find nothing, and then hold no writer (SQLite's one) at all.
+   */
   async sweepExpired(): Promise<number> {
+    if (!(await store.anyExpired(this.storage.db, this.clock.now()))) return 0;
     const expired = await this.storage.db.transaction().execute(async (trx) => {
       const rows = await store.expireCommands(trx, this.clock.now());
       for (const row of rows) await this.runSettleHook(trx, row, 'expired');
@@ -303,7 +309,7 @@ export class CommandsService {
     });
     for (const row of expired) {
       this.queues.settled(row.session_id, row.command_id);
-      await this.signals.emit('command.settled', settled(row, 'expired'));
+      await this.reportSettled(row, 'expired');
     }
     return expired.length;
   }
@@ -405,12 +411,21 @@ export class CommandsService {
     this.queues.settled(sessionId, commandId);
     this.delivery.settled(sessionId, commandId);
     await this.delivery.cancel(sessionId, commandId);
-    await this.signals.emit('command.settled', settled(row, 'cancelled'));
+    await this.reportSettled(row, 'cancelled');
     return this.view(row);
   }
 
-  /** The command as the API shows it. An open command past its expiry is shown expired at once. */
-  view(row: CommandRow) {
+  /** `command.settled` for the modules that listen (none may: then nothing is built). */
+  private async reportSettled(row: CommandRow, outcome: CommandOutcome) {
+    if (this.signals.listens('command.settled'))
+      await this.signals.emit('command.settled', settled(row, outcome));
+  }
+
+  /**
+   * The command as the API shows it (`data`: the row's, parsed already). An open command past its
+   * expiry is shown expired at once.
+   */
+  view(row: CommandRow, data: unknown = JSON.parse(row.data)) {
     // Written to the socket here, its delivery time still being committed.
     const writtenAt = row.status === 'queued' ? this.delivery.writtenAt(row.command_id) : undefined;
     if (writtenAt !== undefined) row = { ...row, status: 'delivered', delivered_at: writtenAt };
@@ -420,7 +435,7 @@ export class CommandsService {
       commandId: row.command_id,
       sessionId: row.session_id,
       name: row.name,
-      data: JSON.parse(row.data) as unknown,
+      data,
       status,
       issuedAt: row.issued_at,
       expiresAt: row.expires_at,

@@ -61,11 +61,13 @@ describe.each(backends.filter((b) => b === 'postgres'))('commands rows locked in
       await storage.atomically(store.insertStatements(storage.dialect, rows));
       const ids = rows.map((r) => r.command_id);
       // The marks: the later half first (its time is earlier), then the earlier half.
-      const marks = storage.db.transaction().execute(async (trx) => {
-        if (lockInOrder) await store.lockInOrder(trx, storage.dialect, ids);
-        await store.markDelivered(trx, ids.slice(ROWS / 2), now);
-        await store.markDelivered(trx, ids.slice(0, ROWS / 2), now + 1);
-      });
+      const byTime = new Map([
+        [now, ids.slice(ROWS / 2)],
+        [now + 1, ids.slice(0, ROWS / 2)],
+      ]);
+      const marks = storage.atomically(
+        store.deliveryMarkStatements(storage.db, storage.dialect, byTime, { lockInOrder }),
+      );
       // The acks: every row, named from the last; plain acks and failures (one statement each).
       const settlements = [...rows].reverse().map((r, i) => ({
         sessionId: r.session_id,

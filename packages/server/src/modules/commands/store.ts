@@ -5,7 +5,6 @@ import {
   type Database,
   type DialectName,
   readPage,
-  runStatements,
   StatementFamily,
 } from '../../storage/index.ts';
 import type { CommandAnswersTable, CommandsTable } from '../../storage/schema.ts';
@@ -92,27 +91,35 @@ export function lockStatements(dialect: DialectName, commandIds: readonly string
   return statements;
 }
 
-/** Runs `lockStatements` in the transaction `trx`. */
-export async function lockInOrder(
-  trx: Kysely<Database>,
+/**
+ * A flush of delivery marks as one transaction's statements (`byTime`: each time, the commands
+ * written to their device then): each row becomes `delivered` with its time, unless settled
+ * meanwhile (a quick device's answer stays; the delivery time is still recorded). With
+ * `lockInOrder` (PostgreSQL) the rows are locked in id order first, as an ack group takes them, or
+ * the two can deadlock.
+ */
+export function deliveryMarkStatements(
+  db: Kysely<Database>,
   dialect: DialectName,
-  commandIds: readonly string[],
-) {
-  await runStatements(trx, lockStatements(dialect, commandIds));
-}
-
-export async function markDelivered(db: Kysely<Database>, commandIds: string[], at: number) {
-  // A quick device may have answered already: its answer stays, the delivery time is still recorded.
-  for (let i = 0; i < commandIds.length; i += INSERT_CHUNK) {
-    await db
-      .updateTable('commands')
-      .set({
-        status: sql<string>`case when status = 'queued' then 'delivered' else status end`,
-        delivered_at: sql<number>`coalesce(delivered_at, ${at})`,
-      })
-      .where('command_id', 'in', commandIds.slice(i, i + INSERT_CHUNK))
-      .execute();
+  byTime: ReadonlyMap<number, readonly string[]>,
+  options: { lockInOrder: boolean },
+): CompiledStatement[] {
+  const statements = options.lockInOrder ? lockStatements(dialect, [...byTime.values()].flat()) : [];
+  for (const [at, commandIds] of byTime) {
+    for (let i = 0; i < commandIds.length; i += INSERT_CHUNK) {
+      statements.push(
+        db
+          .updateTable('commands')
+          .set({
+            status: sql<string>`case when status = 'queued' then 'delivered' else status end`,
+            delivered_at: sql<number>`coalesce(delivered_at, ${at})`,
+          })
+          .where('command_id', 'in', commandIds.slice(i, i + INSERT_CHUNK))
+          .compile(),
+      );
+    }
   }
+  return statements;
 }
 
 export interface Settlement {
@@ -210,6 +217,18 @@ export function settleStatements(
 }
 
 /** Marks every open command past its expiry as expired; each row is claimed once. */
+/** Whether any open command is past its expiry (read outside a transaction: SQLite's writer is not held). */
+export async function anyExpired(db: Kysely<Database>, now: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('commands')
+    .select('command_id')
+    .where('status', 'in', ['queued', 'delivered'])
+    .where('expires_at', '<=', now)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function expireCommands(db: Kysely<Database>, now: number, limit = 500) {
   const due = await db
     .selectFrom('commands')

@@ -172,16 +172,24 @@ export class RealtimeHub {
     return closed;
   }
 
-  /** Writes a `command` frame on a connection of this process; false when it is gone. */
-  async sendCommand(connectionId: string, command: WireCommand): Promise<boolean> {
+  /**
+   * Writes a `command` frame for each command on a connection of this process, in order. True once
+   * the socket has taken them all (the last write's callback: a socket writes in order, and one that
+   * fails fails every write after); false when the connection is gone or failed.
+   */
+  sendCommands(connectionId: string, commands: readonly WireCommand[]): Promise<boolean> {
     const conn = this.byId.get(connectionId);
-    if (!conn || conn.socket.readyState !== conn.socket.OPEN) return false;
-    await new Promise<void>((resolve, reject) => {
-      conn.socket.send(JSON.stringify({ type: 'command', ...command } satisfies ServerMessage), (err) =>
-        err ? reject(err) : resolve(),
+    if (!conn || conn.socket.readyState !== conn.socket.OPEN) return Promise.resolve(false);
+    if (commands.length === 0) return Promise.resolve(true);
+    const { socket } = conn;
+    return new Promise<boolean>((resolve) => {
+      const last = commands.length - 1;
+      for (let i = 0; i < last; i++)
+        socket.send(JSON.stringify({ type: 'command', ...commands[i] } satisfies ServerMessage));
+      socket.send(JSON.stringify({ type: 'command', ...commands[last] } satisfies ServerMessage), (err) =>
+        resolve(!err),
       );
     });
-    return true;
   }
 
   /** Writes a `command.cancel` frame on a connection of this process; false when it is gone. */
@@ -293,14 +301,10 @@ export class RealtimeHub {
     const charge =
       !reading.ok || reading.message.type === 'events' ? conn.limits.spend(conn.principal) : null;
     this.unhandled++;
-    conn.inbox = conn.inbox
-      .then(() => this.process(conn, reading, charge, size))
-      .then(() => {
-        if (--this.unhandled === 0) for (const resolve of this.drained.splice(0)) resolve();
-      });
+    conn.inbox = conn.inbox.then(() => this.process(conn, reading, charge, size));
   }
 
-  /** Handles one frame in its turn and answers it; never fails. */
+  /** Handles one frame in its turn and answers it, then counts it handled (`drain`); never fails. */
   private async process(conn: Connection, reading: Reading, charge: Promise<Spend> | null, size: number) {
     const message = reading.ok ? reading.message : null;
     const requestId = message?.type === 'events' && message.requestId ? { requestId: message.requestId } : {};
@@ -329,6 +333,7 @@ export class RealtimeHub {
     if (answer && conn.socket.readyState === conn.socket.OPEN) {
       conn.socket.send(JSON.stringify(answer), () => this.processed(conn, size));
     } else this.processed(conn, size);
+    if (--this.unhandled === 0) for (const resolve of this.drained.splice(0)) resolve();
   }
 
   private processed(conn: Connection, size: number) {
@@ -344,11 +349,9 @@ export class RealtimeHub {
     }
   }
 
-  private async handleMessage(conn: Connection, message: DeviceMessage): Promise<ServerMessage | null> {
+  private handleMessage(conn: Connection, message: DeviceMessage): Promise<ServerMessage | null> | null {
     if (message.type === 'heartbeat' || !this.handlers) return null;
-    return message.type === 'ack'
-      ? await this.handlers.ack(conn, message)
-      : await this.handlers.events(conn, message);
+    return message.type === 'ack' ? this.handlers.ack(conn, message) : this.handlers.events(conn, message);
   }
 
   private touch(conn: Connection) {

@@ -4,7 +4,7 @@ import { uuidv7 } from '../../ids.ts';
 import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
 import { StatementFamily } from '../../storage/statement.ts';
-import type { Storage } from '../../storage/storage.ts';
+import type { CompiledStatement, DialectName, Storage } from '../../storage/storage.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
 
@@ -76,30 +76,36 @@ const TOUCH_EACH = new StatementFamily(
 const LOCK_SESSIONS = StatementFamily.lockInOrder('sessions', 'session_id', 'session_id collate "C"');
 
 /**
- * Records contact for many sessions, each at its own time (never moving lastSeenAt back), in the
- * transaction `trx`: a statement per 500 sessions, not one each (an ingestion group's touch, the
- * contact flush; fixed SQL, no query builder). `contacts` in session id order; on PostgreSQL the
- * rows are locked in that order first (an update by a join locks them in the plan's order, and
- * concurrent groups and the contact flush would deadlock).
+ * The statements that record contact for many sessions, each at its own time (never moving
+ * lastSeenAt back): a statement per 500 sessions, not one each (fixed SQL, no query builder).
+ * `contacts` in session id order; on PostgreSQL the rows are locked in that order first (an update by
+ * a join locks them in the plan's order, and concurrent ingestion groups and the contact flush would
+ * deadlock).
  */
+export function touchStatements(dialect: DialectName, contacts: [string, number][]): CompiledStatement[] {
+  const statements: CompiledStatement[] = [];
+  for (let i = 0; i < contacts.length; i += TOUCH_CHUNK) {
+    const chunk = contacts.slice(i, i + TOUCH_CHUNK);
+    if (dialect === 'postgres')
+      statements.push(
+        LOCK_SESSIONS.of(chunk.length).bind(
+          dialect,
+          chunk.map(([sessionId]) => sessionId),
+        ),
+      );
+    statements.push(TOUCH_EACH.of(chunk.length).bind(dialect, chunk.flat()));
+  }
+  return statements;
+}
+
+/** `touchStatements` in the transaction `trx` (an ingestion group's touch). */
 export async function touchEach(
   storage: Pick<Storage, 'dialect' | 'pipeline'>,
   trx: Kysely<Database>,
   contacts: [string, number][],
 ) {
-  const { dialect } = storage;
-  for (let i = 0; i < contacts.length; i += TOUCH_CHUNK) {
-    const chunk = contacts.slice(i, i + TOUCH_CHUNK);
-    if (dialect === 'postgres') {
-      await LOCK_SESSIONS.of(chunk.length).run(
-        trx,
-        dialect,
-        chunk.map(([sessionId]) => sessionId),
-      );
-    }
-    // Nothing reads its answer: on SQLite it costs the transaction no round trip (`Storage.pipeline`).
-    await storage.pipeline(trx, TOUCH_EACH.of(chunk.length).bind(dialect, chunk.flat()));
-  }
+  // Nothing reads their answers: on SQLite they cost the transaction no round trip (`Storage.pipeline`).
+  for (const statement of touchStatements(storage.dialect, contacts)) await storage.pipeline(trx, statement);
 }
 
 /** Ends a live session. Returns the ended row, or undefined when it was not live (already ended). */

@@ -36,6 +36,8 @@ const EXPECT_WINDOW_MS = 2000;
 const EXPECT_RETRY_MS = 20;
 /** While every endpoint's queue is full, how often fan-out rows are expanded (see `shouldExpand`). */
 const SATURATED_EXPANSION_MS = 1000;
+/** What an expansion that found no fan-out row took (`expandFanout`'s answer for none). */
+const NO_FANOUT = { written: 0, more: false, rows: 0, messages: 0 };
 /** Most claimed deliveries a process holds per in-flight slot (queued behind the attempts in flight). */
 const MAX_BUFFER_FACTOR = 4;
 /**
@@ -273,8 +275,12 @@ export class Dispatcher implements Worker {
     return ids.some((id) => !this.backlogged.has(id));
   }
 
-  /** Expands the oldest fan-out rows into deliveries (`fanout.ts`), in one transaction. */
+  /**
+   * Expands the oldest fan-out rows into deliveries (`fanout.ts`), in one transaction. A look first,
+   * outside it: a round that finds none (most, without endpoints) holds no writer (SQLite's one).
+   */
   private async expand() {
+    if (!(await store.anyFanout(this.storage.db))) return NO_FANOUT;
     const taken = await this.storage.db
       .transaction()
       .execute((trx) => expandFanout(this.storage, trx, this.clock.now(), this.expansionRows));

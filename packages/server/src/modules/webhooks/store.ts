@@ -141,6 +141,13 @@ export async function insertFanout(storage: Pick<Storage, 'pipeline'>, trx: Db, 
   await storage.pipeline(trx, trx.insertInto('webhook_fanout').values(rows).compile());
 }
 
+/** Whether any fan-out row waits (read outside a transaction: SQLite's writer is not held). */
+export async function anyFanout(db: Db): Promise<boolean> {
+  return (
+    (await db.selectFrom('webhook_fanout').select('fanout_id').limit(1).executeTakeFirst()) !== undefined
+  );
+}
+
 /**
  * Takes the oldest fan-out rows out of the table, for the caller's transaction to expand: they are
  * deleted here and come back if it rolls back. The delete comes first, so on SQLite the transaction

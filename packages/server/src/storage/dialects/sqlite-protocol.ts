@@ -33,7 +33,13 @@ export type WorkerRequest =
    * A whole transaction in one message: BEGIN, each statement, COMMIT. When any of them fails the
    * worker rolls back and answers the error; else it answers every statement's rows.
    */
-  | { id: number; op: 'atomically'; statements: readonly { sql: string; params: readonly unknown[] }[] }
+  | {
+      id: number;
+      op: 'atomically';
+      statements: readonly { sql: string; params: readonly unknown[] }[];
+      /** Commit without waiting for the disk (`synchronous = NORMAL` for this one; `Storage.atomically`). */
+      lazy?: boolean;
+    }
   /** COMMIT; when it fails, the worker rolls the transaction back before answering. */
   | { id: number; op: 'commit' }
   | { id: number; op: 'close' };

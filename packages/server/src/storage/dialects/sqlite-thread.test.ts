@@ -28,9 +28,9 @@ function tempDir() {
 }
 
 /** A Kysely over the worker driver on a fresh file with one table `kv`. */
-async function open(reads: 'main' | 'worker' = 'main') {
+async function open(reads: 'main' | 'worker' = 'main', synchronous: 'FULL' | 'NORMAL' = 'NORMAL') {
   const file = path.join(tempDir(), 'test.db');
-  const thread = await SqliteThread.start({ file, synchronous: 'NORMAL', statementCacheSize: 8 });
+  const thread = await SqliteThread.start({ file, synchronous, statementCacheSize: 8 });
   const reader = reads === 'main' ? new MainThreadReader(file) : null;
   const dialect = new SqliteThreadDialect({ thread, reader });
   const db = new Kysely<Db>({ dialect });
@@ -177,6 +177,34 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
       .then((r) => log.push(`group saw ${(r[0][0] as { n: number }).n}`));
     await Promise.all([inProgress, group]);
     expect(log).toEqual(['t', 'group saw 4']);
+  });
+
+  it('atomically with durable: false commits at synchronous NORMAL, and the store is FULL again after it', async () => {
+    const { db, dialect } = await open(reads, 'FULL');
+    const level = async () => (await dialect.atomically([{ sql: 'pragma synchronous', parameters: [] }]))[0];
+    expect(await level()).toEqual([{ synchronous: 2 }]);
+    const lazy = await dialect.atomically(
+      [
+        { sql: 'insert into kv (k, v) values (?, ?)', parameters: ['lazy', '1'] },
+        { sql: 'pragma synchronous', parameters: [] },
+      ],
+      { durable: false },
+    );
+    // 1 is NORMAL: this COMMIT did not wait for the disk.
+    expect(lazy[1]).toEqual([{ synchronous: 1 }]);
+    expect(await level()).toEqual([{ synchronous: 2 }]);
+    // A lazy transaction that fails writes nothing and leaves the store FULL too.
+    await expect(
+      dialect.atomically(
+        [
+          { sql: 'insert into kv (k, v) values (?, ?)', parameters: ['other', '2'] },
+          { sql: 'insert into kv (k, v) values (?, ?)', parameters: ['lazy', 'again'] },
+        ],
+        { durable: false },
+      ),
+    ).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_PRIMARYKEY' });
+    expect(await level()).toEqual([{ synchronous: 2 }]);
+    expect(await values(db)).toEqual(['lazy=1']);
   });
 
   it('pipeline: a statement posted without waiting runs in order in its transaction and commits with it', async () => {

@@ -441,7 +441,10 @@ export class SqliteThreadDialect implements Dialect {
    * connection like any transaction and hands it on as soon as the message is posted: whatever is
    * sent next runs after this COMMIT in the worker.
    */
-  async atomically(statements: readonly CompiledStatement[]): Promise<Record<string, unknown>[][]> {
+  async atomically(
+    statements: readonly CompiledStatement[],
+    options: { durable?: boolean } = {},
+  ): Promise<Record<string, unknown>[][]> {
     if (statements.length === 0) return [];
     await this.driver.mutex.lock();
     let reply: Promise<{ results?: Record<string, unknown>[][] }>;
@@ -449,6 +452,7 @@ export class SqliteThreadDialect implements Dialect {
       reply = this.driver.thread.request({
         op: 'atomically',
         statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })),
+        ...(options.durable === false ? { lazy: true } : {}),
       });
     } finally {
       this.driver.mutex.unlock();

@@ -88,22 +88,33 @@ function commit() {
   }
 }
 
-/** BEGIN, the statements, COMMIT, as one transaction: every statement's rows, or nothing written. */
-function atomically(list) {
+/**
+ * BEGIN, the statements, COMMIT, as one transaction: every statement's rows, or nothing written.
+ * `lazy`: the COMMIT does not wait for the disk (`synchronous = NORMAL` for this transaction only):
+ * in WAL mode its frames are synced with the next commit that does (every other one, at FULL), or by
+ * a checkpoint; a crash of the process loses nothing, a power loss may lose it.
+ */
+function atomically(list, lazy) {
   poisoned = null;
-  prepare('begin').run();
+  const relaxed = lazy === true && options.synchronous !== 'NORMAL';
+  if (relaxed) db?.pragma('synchronous = NORMAL');
   try {
-    const results = list.map(({ sql, params }) => {
-      const stmt = prepare(sql);
-      if (stmt.reader) return stmt.all(params);
-      stmt.run(params);
-      return [];
-    });
-    prepare('commit').run();
-    return results;
-  } catch (err) {
-    if (db?.inTransaction) db.prepare('rollback').run();
-    throw err;
+    prepare('begin').run();
+    try {
+      const results = list.map(({ sql, params }) => {
+        const stmt = prepare(sql);
+        if (stmt.reader) return stmt.all(params);
+        stmt.run(params);
+        return [];
+      });
+      prepare('commit').run();
+      return results;
+    } catch (err) {
+      if (db?.inTransaction) db.prepare('rollback').run();
+      throw err;
+    }
+  } finally {
+    if (relaxed) db?.pragma(`synchronous = ${options.synchronous}`);
   }
 }
 
@@ -146,7 +157,7 @@ port.on('message', (msg) => {
         return;
       }
       case 'atomically':
-        port.postMessage({ id: msg.id, ok: true, results: atomically(msg.statements) });
+        port.postMessage({ id: msg.id, ok: true, results: atomically(msg.statements, msg.lazy) });
         return;
       case 'commit':
         commit();

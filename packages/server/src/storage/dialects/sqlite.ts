@@ -69,7 +69,7 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
   return sqliteStorage(
     db,
     bulk,
-    (statements) => dialect.atomically(statements),
+    (statements, options) => dialect.atomically(statements, options),
     async (_trx, statement) => dialect.pipeline(statement),
     async () => {
       await db.destroy();
