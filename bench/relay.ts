@@ -55,7 +55,10 @@ async function openLog(kind: string) {
     const settle = settleStatements(storage.db, storage.dialect, acks, Date.now(), {
       lockInOrder: storage.skipLocked,
     });
-    await storage.atomically([...insertStatements(storage.dialect, rows), ...settle.statements]);
+    // As liveline's log: a group of acks only commits without waiting for the disk.
+    await storage.atomically([...insertStatements(storage.dialect, rows), ...settle.statements], {
+      durable: rows.length > 0,
+    });
     return writes.map(() => undefined);
   };
   return new Batcher<LogWrite, undefined>(write, { retryAlone: true, gather: true });

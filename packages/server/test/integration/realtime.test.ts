@@ -55,6 +55,34 @@ describe.each(backends)('realtime channel and commands (%s)', (backend) => {
       .toBe(false);
   });
 
+  it("a command's group waits for the disk; a group of acks alone does not (the next durable commit carries it)", async () => {
+    const storage = server.services.storage;
+    const atomically = storage.atomically;
+    const groups: { sql: string; durable: boolean }[] = [];
+    storage.atomically = (statements, options) => {
+      for (const s of statements) groups.push({ sql: s.sql, durable: options?.durable !== false });
+      return atomically(statements, options);
+    };
+    try {
+      const d = await device();
+      const socket = await TestSocket.open(base, d.sessionId, d.token);
+      const sent = await command(d.sessionId, { name: 'text', data: 'durable first' });
+      expect(sent.status).toBe(202);
+      const msg = await socket.ofType('command');
+      socket.send({ type: 'ack', commandId: msg.commandId, ok: true });
+      await expect
+        .poll(async () => (await getCommand(d.sessionId, msg.commandId)).body.status)
+        .toBe('acknowledged');
+      await socket.close();
+      const insert = groups.find((g) => /^insert into commands/.test(g.sql));
+      const ack = groups.find((g) => /^update commands set status = 'acknowledged'/.test(g.sql));
+      expect(insert?.durable).toBe(true);
+      expect(ack?.durable).toBe(false);
+    } finally {
+      storage.atomically = atomically;
+    }
+  });
+
   it("a command's settle hook runs in the settling transaction: it sees the settlement, and its failure undoes it", async () => {
     const seen: string[] = [];
     server.services.commands.onSettle(['probe.seen'], async (trx, settled) => {
