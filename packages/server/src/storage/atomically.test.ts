@@ -76,6 +76,22 @@ describe.each(kinds)('Storage.atomically (%s)', (kind) => {
   });
 });
 
+describe.each(backends.filter((b) => b === 'postgres'))('Storage.atomically, durable: false (%s)', () => {
+  it('commits without waiting for the WAL flush (synchronous_commit off), that transaction only, one or many statements', async () => {
+    const s = await open('postgres');
+    const SHOW = new Statement('show synchronous_commit');
+    expect(await s.atomically([SHOW.bind(s.dialect, [])])).toEqual([[{ synchronous_commit: 'on' }]]);
+    const lone = await s.atomically([SHOW.bind(s.dialect, [])], { durable: false });
+    expect(lone).toEqual([[{ synchronous_commit: 'off' }]]);
+    const group = await s.atomically([INSERT.bind(s.dialect, ['a', '1']), SHOW.bind(s.dialect, [])], {
+      durable: false,
+    });
+    expect(group).toEqual([[], [{ synchronous_commit: 'off' }]]);
+    expect(await s.atomically([SHOW.bind(s.dialect, [])])).toEqual([[{ synchronous_commit: 'on' }]]);
+    expect(await sql`select k, v from kv`.execute(s.db).then((r) => r.rows)).toEqual([{ k: 'a', v: '1' }]);
+  });
+});
+
 describe.each(backends.filter((b) => b === 'postgres'))(
   'Storage.atomically on PostgreSQL (%s): values written into one query',
   () => {

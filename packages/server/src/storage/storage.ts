@@ -34,8 +34,9 @@ export interface Storage {
    * state that is noted in memory and written a while later anyway, such as device contact. On
    * SQLite the COMMIT then does not wait for the disk (`synchronous = NORMAL` for that transaction):
    * its frames reach the disk with the next durable commit, or a checkpoint, and it does not hold the
-   * writer thread for an fsync while durable commits (commands, events) wait behind it. PostgreSQL
-   * commits it as any other (its commits do not queue behind one another).
+   * writer thread for an fsync while durable commits (commands, events) wait behind it. On PostgreSQL
+   * the transaction runs with `synchronous_commit = off` (`SET LOCAL`): its COMMIT returns before its
+   * WAL is flushed, and a crash of PostgreSQL or the machine may lose it.
    */
   atomically(
     statements: readonly CompiledStatement[],

@@ -117,7 +117,11 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     db,
     bulk,
     visibleOrder,
-    atomically: (statements) => atomically(pool, db, statements),
+    // Not durable (`durable: false`): the transaction does not wait for its WAL to be flushed.
+    atomically: async (statements, options) =>
+      options?.durable === false && statements.length > 0
+        ? (await atomically(pool, db, [LAZY_COMMIT, ...statements])).slice(1)
+        : atomically(pool, db, statements),
     pipeline: runInTransaction,
     isUniqueViolation: (err) => (err as { code?: unknown } | null)?.code === '23505',
     async ping() {
@@ -128,6 +132,13 @@ export async function createPostgresStorage(options: PostgresOptions): Promise<S
     },
   };
 }
+
+/**
+ * The first statement of a `durable: false` transaction: its COMMIT returns before its WAL is flushed
+ * (a crash of PostgreSQL or the machine may lose it; nothing is left half-written), for that
+ * transaction only. It works in the implicit transaction of a query of several statements too.
+ */
+const LAZY_COMMIT: CompiledStatement = { sql: 'set local synchronous_commit = off', parameters: [] };
 
 /**
  * `Storage.atomically` in one round trip: the statements go as one query of the simple protocol, their
