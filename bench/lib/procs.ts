@@ -219,7 +219,8 @@ export async function startLiveline(options: LivelineOptions): Promise<LivelineS
   const env: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
+    // BENCH_LOG_LEVEL=info measures with a default deployment's request logs (one line a request).
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     LIVELINE_DATA_DIR: dataDir,
     LIVELINE_ADMIN_TOKEN: adminToken,
     LIVELINE_RATE_LIMIT_TENANT_RPS: '0',

@@ -2,7 +2,13 @@ import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Services } from './compose.ts';
 import { authPlugin } from './http/auth.ts';
 import { clientErrorHandler, errorHandler, notFoundHandler } from './http/errors.ts';
@@ -59,6 +65,23 @@ function rateLimitKey(request: FastifyRequest): string {
   return p?.kind === 'tenant' ? `t:${p.tenantId}` : 'none';
 }
 
+/**
+ * One log line a request, when it completes: its request id, method, path, status and time (Fastify's
+ * own two lines, at start and completion, cost ~15 % of a core at 2,000 commands/s at `info`). The start
+ * is logged at `debug`.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(request: FastifyRequest) {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const responseTime = reply.elapsedTime;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime }, 'request completed');
+  }
+}
+
 /** The HTTP face of the services: shared infrastructure, then one plugin per module with what it uses. */
 export async function buildApp(
   services: Services,
@@ -83,6 +106,7 @@ export async function buildApp(
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
     },
     return503OnClosing: true,
+    logController: new OneLinePerRequest(),
     // The router's refusals (a malformed or too long path) are problem documents like every error.
     frameworkErrors: errorHandler,
     // ...and so are the HTTP parser's (headers too large, not HTTP at all).

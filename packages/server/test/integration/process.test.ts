@@ -120,6 +120,43 @@ describe.each(backends)('liveline process (%s)', (backend: Backend) => {
     await expect(fetch(`${p.url}/healthz`)).rejects.toThrow();
   }, 90_000); // two server processes, each loading TypeScript: slow on a busy machine
 
+  it('logs one line a request, when it completes, within a moment, and the last ones on exit', async () => {
+    const p = await start({ ...store().env, LIVELINE_ADMIN_TOKEN: 'process-test-admin-token' });
+    const lineOf = (id: string) =>
+      logLines(p.stdout())
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.reqId === id);
+    const ok = await fetch(`${p.url}/healthz`, { headers: { 'x-request-id': 'log-healthz' } });
+    expect(ok.status).toBe(200);
+    // Written within a moment although the server is otherwise quiet (the log buffer is flushed often).
+    const until = Date.now() + 5_000;
+    while (lineOf('log-healthz').length === 0 && Date.now() < until) await sleep(20);
+    expect(lineOf('log-healthz')).toEqual([
+      expect.objectContaining({
+        msg: 'request completed',
+        req: { id: 'log-healthz', method: 'GET', url: '/healthz' },
+        res: { statusCode: 200 },
+        responseTime: expect.any(Number),
+      }),
+    ]);
+    const refused = await fetch(`${p.url}/admin/v1/tenants?access_token=never-logged`, {
+      headers: { 'x-request-id': 'log-refused' },
+    });
+    expect(refused.status).toBe(401);
+    p.child.kill('SIGTERM');
+    expect((await exitWithin(p, 10_000)).code).toBe(0);
+    // The last line came out before the exit; the token in the query did not.
+    expect(lineOf('log-refused')).toEqual([
+      expect.objectContaining({
+        msg: 'request completed',
+        req: { id: 'log-refused', method: 'GET', url: '/admin/v1/tenants?access_token=[redacted]' },
+        res: { statusCode: 401 },
+      }),
+    ]);
+    expect(p.stdout()).not.toContain('never-logged');
+    expect(p.stdout()).not.toContain('incoming request');
+  }, 90_000);
+
   it('runs the admin CLI against the running server', async () => {
     const s = store();
     const p = await start(s.env);
