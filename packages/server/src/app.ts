@@ -67,8 +67,8 @@ function rateLimitKey(request: FastifyRequest): string {
 
 /**
  * One log line a request, when it completes: its request id, method, path, status and time (Fastify's
- * own two lines, at start and completion, cost ~15 % of a core at 2,000 commands/s at `info`). The start
- * is logged at `debug`.
+ * own two lines, at start and completion, each its own write, cost ~7.5 % of a core at 2,000
+ * commands/s at `info`; this one, written in chunks, ~3.6 %). The start is logged at `debug`.
  */
 class OneLinePerRequest extends LogController {
   override incomingRequest(request: FastifyRequest) {

@@ -17,8 +17,8 @@ export interface RunningServer {
 
 /**
  * The server's logger: JSON lines on stdout. They are written in chunks of 4 KiB, or every 100 ms
- * (`minLength`, `periodicFlush`), not one write each: at `info`, every request logs a line, and a
- * write per line cost ~5 % of a core at 2,000 commands/s. Pino flushes what is left when the process
+ * (`minLength`, `periodicFlush`), not one write each: at `info`, every request logs a line (2,000 a
+ * second at 2,000 commands/s). Pino flushes what is left when the process
  * exits (a fatal error, a signal); a SIGKILL can lose the last 100 ms of lines.
  */
 export function createLogger(level: string): Logger {
