@@ -135,10 +135,13 @@ export async function buildApp(
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
-  // PostgreSQL text cannot hold U+0000: refused in paths, queries and JSON bodies on every store (400).
-  app.addHook('preValidation', refuseNul);
-  app.addSchema(ProblemSchema);
   // Callback-style hooks (here and below) cost no promise per request.
+  // PostgreSQL text cannot hold U+0000: refused in paths, queries and JSON bodies on every store (400).
+  app.addHook('preValidation', (request, _reply, done) => {
+    refuseNul(request);
+    done();
+  });
+  app.addSchema(ProblemSchema);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     done();
