@@ -179,6 +179,14 @@ describe.each(['main', 'worker'] as const)('SQLite worker driver (reads on %s)',
     expect(log).toEqual(['t', 'group saw 4']);
   });
 
+  it('the writer keeps temporary tables in memory (temp_store MEMORY), not in a file made for each', async () => {
+    const { dialect } = await open(reads);
+    // 2 is MEMORY: an `IN (…)` list or a `values` CTE of an update no longer creates a file.
+    expect((await dialect.atomically([{ sql: 'pragma temp_store', parameters: [] }]))[0]).toEqual([
+      { temp_store: 2 },
+    ]);
+  });
+
   it('atomically with durable: false commits at synchronous NORMAL, and the store is FULL again after it', async () => {
     const { db, dialect } = await open(reads, 'FULL');
     const level = async () => (await dialect.atomically([{ sql: 'pragma synchronous', parameters: [] }]))[0];

@@ -43,6 +43,9 @@ function open() {
   db.pragma(`synchronous = ${options.synchronous}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
+  // The writer's statements are small; their temporary tables (an `IN (…)` list, a `values` CTE) stay
+  // in memory instead of a file created and deleted for each one.
+  db.pragma('temp_store = MEMORY');
 }
 
 /** One Kysely query: rows for a statement that returns them, else changes and the last row id. */

@@ -88,6 +88,8 @@ function onMainThread(file: string, synchronous: SqliteOptions['synchronous']): 
   handle.pragma(`synchronous = ${synchronous}`);
   handle.pragma('busy_timeout = 5000');
   handle.pragma('foreign_keys = ON');
+  // As the writer thread's connection (sqlite-worker.js): temporary tables in memory, not in files.
+  handle.pragma('temp_store = MEMORY');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
   const statements = new Map<string, BetterSqlite3.Statement>();
   const bulk: BulkInserter = {
