@@ -272,7 +272,10 @@ export { dropSchema };
  * fresh store of that kind (a temp dir, or a new PostgreSQL schema; removed on stop).
  */
 export function startRelay(options: { durable?: Backend } = {}): Promise<ChildServer> {
-  if (!options.durable) return startChild('relay', [], path.join(ROOT, 'bench/relay.ts'), {}, () => {});
+  // BENCH_RELAY_NODE_ARGS: as BENCH_SERVER_NODE_ARGS, for the relays (a profile of the floor).
+  const args = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const file = path.join(ROOT, 'bench/relay.ts');
+  if (!options.durable) return startChild('relay', args, file, {}, () => {});
   const postgres = options.durable === 'postgres';
   if (postgres && !process.env.DATABASE_URL)
     throw new Error('a durable relay on postgres needs DATABASE_URL');
@@ -285,7 +288,7 @@ export function startRelay(options: { durable?: Backend } = {}): Promise<ChildSe
       ? { RELAY_DATABASE_URL: process.env.DATABASE_URL ?? '', RELAY_DATABASE_SCHEMA: schema }
       : {}),
   };
-  return startChild('durable relay', [], path.join(ROOT, 'bench/relay.ts'), env, async () => {
+  return startChild('durable relay', args, file, env, async () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
     if (postgres) await dropSchema(schema);
   });

@@ -650,3 +650,109 @@ describe.each(backends)('list query plans on %s', (backend) => {
     }
   });
 });
+
+// --- settling commands by id -----------------------------------------------------------------------------
+
+/**
+ * A device's answers, delivery marks, a cancel and the expiry of one row find their commands by id:
+ * through the primary key, whatever else the statement says. In a running deployment nearly every
+ * command is settled, so PostgreSQL's statistics say that hardly any is open, and its planner would
+ * rather read the open entries of `commands_open` or `commands_expiry` than a few primary keys; but
+ * those indexes keep an entry for each earlier version of a row until VACUUM (each answered command's
+ * `queued` and `delivered` versions), and such plans read thousands of entries a statement under load
+ * (store.ts, `STILL_OPEN`). Seeded here as a deployment looks: 20,000 commands answered, five open, the
+ * table analyzed; plans as the planner picks them (bitmap scans allowed).
+ */
+describe.each(backends)('commands settled by id on %s', (backend) => {
+  const store = freshStore(backend);
+  let storage: Storage;
+  const open = ['open1', 'open2', 'open3', 'open4', 'open5'];
+
+  beforeAll(async () => {
+    storage = await openFreshStore(backend, store);
+    await seed(storage.db, 'commands', 20_000, {
+      command_id: "'cmd' || i",
+      session_id: "'s' || (i % 1000)",
+      tenant_id: "'t0'",
+      name: "'text'",
+      data: "'{}'",
+      status: "'acknowledged'",
+      issued_at: `${T0} + i`,
+      expires_at: `${T0} + i + 30000`,
+    });
+    await seed(storage.db, 'commands', open.length, {
+      command_id: "'open' || (i + 1)",
+      session_id: "'s' || i",
+      tenant_id: "'t0'",
+      name: "'text'",
+      data: "'{}'",
+      status: "'delivered'",
+      issued_at: `${T0} + 20000`,
+      expires_at: `${T0} + 50000`,
+    });
+    await sql`analyze`.execute(storage.db);
+  }, 120_000);
+
+  afterAll(async () => {
+    await storage?.close();
+    await store.destroy();
+  });
+
+  /** How each statement reaches `commands`: the index names its plan reads, or `scan`. */
+  async function access(q: { sql: string; parameters: readonly unknown[] }) {
+    if (backend === 'sqlite') {
+      const plan = await sqlitePlan(storage, Compiled.raw(q.sql, [...q.parameters]));
+      return plan
+        .filter((d) => /^(SEARCH|SCAN) commands\b/.test(d))
+        .map(
+          (d) =>
+            /USING (?:COVERING )?INDEX (\w+)/.exec(d)?.[1] ?? (d.includes('PRIMARY KEY') ? 'pkey' : 'scan'),
+        );
+    }
+    const { rows } = await storage.db.executeQuery<{ 'QUERY PLAN': [{ Plan: PgNode }] }>(
+      Compiled.raw(`explain (format json) ${q.sql}`, [...q.parameters]),
+    );
+    const found: string[] = [];
+    const walk = (n: PgNode) => {
+      if (n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'commands') found.push('scan');
+      if (n['Index Name']?.startsWith('commands')) found.push(n['Index Name']);
+      for (const child of n.Plans ?? []) walk(child);
+    };
+    walk(rows[0]['QUERY PLAN'][0].Plan);
+    return found;
+  }
+  const byKey = backend === 'sqlite' ? 'sqlite_autoindex_commands_1' : 'commands_pkey';
+
+  it('through the primary key: an ack group, a refusal, delivery marks, a cancel, an expiry', async () => {
+    const acks = open.map((id, i) => ({
+      sessionId: `s${i}`,
+      commandId: id,
+      status: 'acknowledged' as const,
+      error: null,
+    }));
+    // PostgreSQL locks the rows in id order first (`for update`), as the server does there.
+    const lockInOrder = backend === 'postgres';
+    const statements = [
+      ...commands.settleStatements(storage.db, backend, acks, T0 + 100, { lockInOrder }).statements,
+      ...commands.settleStatements(
+        storage.db,
+        backend,
+        [{ sessionId: 's0', commandId: 'open1', status: 'failed', error: 'no' }],
+        T0 + 100,
+      ).statements,
+      ...commands.deliveryMarkStatements(storage.db, backend, new Map([[T0 + 50, open]]), { lockInOrder }),
+      ...(await sqlOf(backend, (db) => commands.cancelCommand(db, 's0', 'open1', T0 + 100, null))),
+      ...(await sqlOf(backend, (db) => commands.expireCommand(db, 'open1', T0 + 100_000))),
+    ];
+    expect(statements.length).toBeGreaterThanOrEqual(5);
+    for (const q of statements) {
+      // By key: the primary key, or (session, command) — one entry a command either way.
+      const reads = await access(q);
+      expect(reads.length, q.sql.slice(0, 160)).toBeGreaterThan(0);
+      expect(
+        reads.filter((r) => r !== byKey && r !== 'commands_session_id'),
+        `${q.sql.slice(0, 160)} reads ${reads.join(', ')}`,
+      ).toEqual([]);
+    }
+  });
+});
