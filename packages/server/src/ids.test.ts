@@ -1,3 +1,4 @@
+import { UUID } from 'uuidv7';
 import { describe, expect, it } from 'vitest';
 import { uuidv7 } from './ids.ts';
 
@@ -11,5 +12,12 @@ describe('uuidv7 from pooled randomness', () => {
     // The random part differs between ids made in the same millisecond (not a repeated pool).
     const tails = new Set(ids.map((id) => id.slice(-12)));
     expect(tails.size).toBe(ids.length);
+  });
+
+  it('writes the same text as the uuidv7 package for the same bytes', () => {
+    for (let i = 0; i < 200; i++) {
+      const id = uuidv7();
+      expect(UUID.parse(id).toString()).toBe(id);
+    }
   });
 });

@@ -146,8 +146,8 @@ export class CommandsService {
       if (raced) return raced;
       throw err;
     }
-    // The data as stored (a hook may have added to it), read once for the frame and the answer.
-    const data = JSON.parse(row.data) as unknown;
+    // The data as stored: a hook may have added to it (then read once for the frame and the answer).
+    const data = pending.hook ? (JSON.parse(row.data) as unknown) : (input.data ?? null);
     const deliveredAt = await this.delivery.deliver(session.session_id, {
       commandId: row.command_id,
       name: row.name,
