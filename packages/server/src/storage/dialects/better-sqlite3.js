@@ -30,3 +30,21 @@ function load() {
 /** @type {typeof import('better-sqlite3')} */
 const BetterSqlite3 = load();
 export default BetterSqlite3;
+
+/**
+ * The store's read-write connection (the writer thread's, or the one connection of `thread: 'main'`),
+ * with its pragmas. `synchronous`: FULL, a committed transaction survives power loss, not only a
+ * process crash; NORMAL, only a crash. Temporary tables stay in memory: the writer's statements are
+ * small, and at the default each `IN (…)` list or `values` CTE of an update made a file in /var/tmp.
+ * @param {string} file
+ * @param {'FULL' | 'NORMAL'} synchronous
+ */
+export function openWriter(file, synchronous) {
+  const db = new BetterSqlite3(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  db.pragma('temp_store = MEMORY');
+  return db;
+}

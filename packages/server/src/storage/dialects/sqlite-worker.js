@@ -5,7 +5,7 @@
 // programmatically, vitest transforms in its own loader). Keep this file small; the message shapes
 // are declared in `sqlite-protocol.ts` and the driver (`sqlite-thread.ts`) is the only sender.
 import { parentPort, workerData } from 'node:worker_threads';
-import BetterSqlite3 from './better-sqlite3.js';
+import { openWriter } from './better-sqlite3.js';
 
 if (!parentPort) throw new Error('sqlite-worker.js must run in a worker thread');
 const port = parentPort;
@@ -37,15 +37,7 @@ function prepare(sql) {
 }
 
 function open() {
-  db = new BetterSqlite3(options.file);
-  db.pragma('journal_mode = WAL');
-  // FULL: a committed transaction survives power loss, not only a process crash.
-  db.pragma(`synchronous = ${options.synchronous}`);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  // The writer's statements are small; their temporary tables (an `IN (…)` list, a `values` CTE) stay
-  // in memory instead of a file created and deleted for each one.
-  db.pragma('temp_store = MEMORY');
+  db = openWriter(options.file, options.synchronous);
 }
 
 /** One Kysely query: rows for a statement that returns them, else changes and the last row id. */

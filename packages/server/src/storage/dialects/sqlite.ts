@@ -9,7 +9,7 @@ import {
   type Storage,
   type VisibleOrder,
 } from '../storage.ts';
-import BetterSqlite3 from './better-sqlite3.js';
+import BetterSqlite3, { openWriter } from './better-sqlite3.js';
 import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
 export interface SqliteOptions {
@@ -82,14 +82,7 @@ export async function createSqliteStorage(options: SqliteOptions): Promise<Stora
 
 /** The connection on the calling thread: every statement and commit blocks it. */
 function onMainThread(file: string, synchronous: SqliteOptions['synchronous']): Storage {
-  const handle = new BetterSqlite3(file);
-  handle.pragma('journal_mode = WAL');
-  // FULL: a committed transaction survives power loss, not only a process crash.
-  handle.pragma(`synchronous = ${synchronous}`);
-  handle.pragma('busy_timeout = 5000');
-  handle.pragma('foreign_keys = ON');
-  // As the writer thread's connection (sqlite-worker.js): temporary tables in memory, not in files.
-  handle.pragma('temp_store = MEMORY');
+  const handle = openWriter(file, synchronous);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) });
   const statements = new Map<string, BetterSqlite3.Statement>();
   const bulk: BulkInserter = {
