@@ -23,6 +23,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { Batcher } from '../packages/server/src/batcher.ts';
 import { uuidv7 } from '../packages/server/src/ids.ts';
 import {
+  ACK_LINGER_MS,
   type CommandRow,
   insertStatements,
   settleStatements,
@@ -61,7 +62,11 @@ async function openLog(kind: string) {
     });
     return writes.map(() => undefined);
   };
-  return new Batcher<LogWrite, undefined>(write, { retryAlone: true, gather: true });
+  return new Batcher<LogWrite, undefined>(write, {
+    retryAlone: true,
+    gather: true,
+    linger: { ms: ACK_LINGER_MS, lingers: (w) => 'ack' in w },
+  });
 }
 
 const durable = process.env.RELAY_DURABLE;

@@ -89,3 +89,54 @@ describe('Batcher gather', () => {
     expect(batches).toEqual([[1], [2, 3]]);
   });
 });
+
+describe('Batcher linger', () => {
+  /** Negative items linger (acks, in the command log); each batch is recorded. */
+  function lingering(ms: number) {
+    const batches: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (items) => {
+        batches.push(items);
+        await sleep(1);
+        return items;
+      },
+      { gather: true, linger: { ms, lingers: (i) => i < 0 } },
+    );
+    return { batches, batcher };
+  }
+
+  it('a lingering item waits for an urgent one and goes in its batch', async () => {
+    const { batches, batcher } = lingering(60_000);
+    const ack = batcher.submit(-1);
+    await sleep(20);
+    expect(batches).toEqual([]);
+    expect(await Promise.all([ack, batcher.submit(1)])).toEqual([-1, 1]);
+    expect(batches).toEqual([[-1, 1]]);
+  });
+
+  it('lingering items alone are written once the oldest has waited `ms`', async () => {
+    const { batches, batcher } = lingering(40);
+    const started = performance.now();
+    const first = batcher.submit(-1);
+    await sleep(10);
+    const second = batcher.submit(-2);
+    await sleep(5);
+    expect(batches).toEqual([]);
+    await Promise.all([first, second]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(39);
+    expect(batches).toEqual([[-1, -2]]);
+  });
+
+  it('an urgent item never waits; lingering items submitted while a batch is in flight wait after it', async () => {
+    const { batches, batcher } = lingering(60_000);
+    const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    const ack = batcher.submit(-1);
+    await first;
+    await sleep(20);
+    // The writer is free, but the ack alone does not take it.
+    expect(batches).toEqual([[1]]);
+    await Promise.all([ack, batcher.submit(2)]);
+    expect(batches).toEqual([[1], [-1, 2]]);
+  });
+});

@@ -22,12 +22,22 @@ export interface BatcherOptions<T> {
    * it. Off by default: the first item goes at once.
    */
   gather?: boolean;
+  /**
+   * Items no caller needs written soon (`lingers(item)`: acks, whose device waits for nothing) wait up
+   * to `ms` for an item that does, and go in its batch: a queue of lingering items alone starts a
+   * batch only once its oldest has waited `ms`. Under load they ride along with the next batch
+   * instead of taking the writer for a batch of their own, which the next urgent item would queue
+   * behind. Off by default.
+   */
+  linger?: { ms: number; lingers: (item: T) => boolean };
 }
 
 interface Waiting<T, R> {
   item: T;
   /** The submitter's trace context, kept only while tracing. */
   context?: Context;
+  /** With `linger`: when a lingering item was submitted (undefined: it does not linger). */
+  since?: number;
   resolve: (r: R) => void;
   reject: (e: unknown) => void;
 }
@@ -53,10 +63,15 @@ export class Batcher<T, R> {
   private busyShare = 0;
   private busySince = 0;
   private idleSince = performance.now();
-  private readonly options: Required<Omit<BatcherOptions<T>, 'weight'>> & Pick<BatcherOptions<T>, 'weight'>;
+  private readonly options: Required<Omit<BatcherOptions<T>, 'weight' | 'linger'>> &
+    Pick<BatcherOptions<T>, 'weight' | 'linger'>;
   private readonly spanName: string;
   /** A `gather` pump is scheduled for the end of this turn. */
   private gathering = false;
+  /** Queued items that do not linger (`linger`). */
+  private urgent = 0;
+  /** The pump due when the oldest lingering item has waited long enough. */
+  private lingerTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly write: (items: T[]) => Promise<R[]>,
@@ -77,9 +92,13 @@ export class Batcher<T, R> {
   submit(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       const tracing = activeTracer() !== null;
-      this.queue.push(
-        tracing ? { item, resolve, reject, context: context.active() } : { item, resolve, reject },
-      );
+      const waiting: Waiting<T, R> = tracing
+        ? { item, resolve, reject, context: context.active() }
+        : { item, resolve, reject };
+      const { linger } = this.options;
+      if (linger?.lingers(item)) waiting.since = performance.now();
+      else this.urgent++;
+      this.queue.push(waiting);
       if (!this.options.gather) this.pump();
       else if (!this.gathering && this.inFlight < this.options.concurrency) {
         this.gathering = true;
@@ -94,6 +113,7 @@ export class Batcher<T, R> {
   private pump() {
     const { concurrency } = this.options;
     while (this.inFlight < concurrency && this.queue.length > 0) {
+      if (this.lingering()) return;
       const batch = this.take();
       // Busy (for `utilization`) while every slot is taken.
       if (++this.inFlight === concurrency) this.busySince = performance.now();
@@ -102,6 +122,19 @@ export class Batcher<T, R> {
         this.pump();
       });
     }
+  }
+
+  /** Only lingering items wait, none for long enough yet: the pump is due when the oldest has. */
+  private lingering(): boolean {
+    const { linger } = this.options;
+    if (!linger || this.urgent > 0) return false;
+    const waited = performance.now() - (this.queue[0].since ?? 0);
+    if (waited >= linger.ms) return false;
+    this.lingerTimer ??= setTimeout(() => {
+      this.lingerTimer = null;
+      this.pump();
+    }, linger.ms - waited);
+    return true;
   }
 
   private wentIdle() {
@@ -136,7 +169,15 @@ export class Batcher<T, R> {
 
   private take(): Waiting<T, R>[] {
     const { maxBatch, maxWeight, weight } = this.options;
-    if (!weight) return this.queue.splice(0, maxBatch);
+    const taken = weight
+      ? this.queue.splice(0, this.weighed(maxBatch, maxWeight, weight))
+      : this.queue.splice(0, maxBatch);
+    for (const waiting of taken) if (waiting.since === undefined) this.urgent--;
+    return taken;
+  }
+
+  /** How many of the first items stay within `maxWeight` (the first always goes). */
+  private weighed(maxBatch: number, maxWeight: number, weight: (item: T) => number): number {
     let total = 0;
     let n = 0;
     while (n < this.queue.length && n < maxBatch) {
@@ -145,7 +186,7 @@ export class Batcher<T, R> {
       total += w;
       n++;
     }
-    return this.queue.splice(0, n);
+    return n;
   }
 
   /**
