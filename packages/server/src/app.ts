@@ -24,7 +24,7 @@ import {
 } from './http/openapi.ts';
 import { pagesPlugin } from './http/pages.ts';
 import { problems } from './http/problem.ts';
-import { rememberJsonText } from './http/raw-json.ts';
+import { decorateJsonText, rememberJsonText } from './http/raw-json.ts';
 import { ProblemSchema, problemResponses } from './http/schemas.ts';
 import { buildSerializer } from './http/serialization.ts';
 import { buildValidator, refuseNul } from './http/validation.ts';
@@ -124,12 +124,13 @@ export async function buildApp(
   app.removeContentTypeParser('text/plain');
   // An empty JSON body is no body at all (some clients send the header anyway).
   const parseJson = app.getDefaultJsonParser('error', 'error');
+  decorateJsonText(app);
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
     // The text is kept beside the value: ingestion stores events as written (modules/events).
     parseJson(request, body as string, (err, value) => {
-      if (!err) rememberJsonText(value, body as string);
+      if (!err) rememberJsonText(request, body as string);
       done(err, value);
     });
   });

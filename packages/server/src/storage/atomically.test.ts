@@ -7,7 +7,7 @@ import { dropSchema } from '../../test/helpers/schema.ts';
 import { backends } from '../../test/helpers/server.ts';
 import { createPostgresStorage, inlined } from './dialects/postgres.ts';
 import { createSqliteStorage } from './dialects/sqlite.ts';
-import { Statement } from './statement.ts';
+import { CompiledOnce, param, Statement } from './statement.ts';
 import type { Storage } from './storage.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -211,3 +211,54 @@ describe.each(backends.filter((b) => b === 'postgres'))(
     });
   },
 );
+
+const KV = new CompiledOnce<{ k: string; v: string }>((db) =>
+  db
+    .selectFrom('kv' as never)
+    .select(['k' as never, 'v' as never])
+    .where('k' as never, 'in', [param('first'), param('second')] as never)
+    .where('v' as never, '!=', param('first') as never)
+    .orderBy('k' as never),
+);
+
+describe.each(kinds)('CompiledOnce (%s)', (kind) => {
+  it('runs again with other values, each put in by name wherever the SQL takes it', async () => {
+    const s = await open(kind);
+    await s.atomically(['a', 'b', 'c'].map((k) => INSERT.bind(s.dialect, [k, `${k}!`])));
+    expect(await KV.run(s.db, { first: 'a', second: 'c' })).toEqual([
+      { k: 'a', v: 'a!' },
+      { k: 'c', v: 'c!' },
+    ]);
+    expect(await KV.run(s.db, { first: 'b', second: 'b' })).toEqual([{ k: 'b', v: 'b!' }]);
+    await expect(KV.run(s.db, { first: 'a' })).rejects.toThrow('no value for :second');
+  });
+
+  it('is still a select of the query builder: on SQLite it does not wait for a write transaction', async () => {
+    const s = await open(kind);
+    await s.atomically([INSERT.bind(s.dialect, ['a', 'x'])]);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const writing = s.db.transaction().execute(async (trx) => {
+      await sql`insert into kv (k, v) values ('b', 'y')`.execute(trx);
+      await held;
+    });
+    // With a single connection (SQLite, thread 'main') a read outside the transaction waits for it.
+    if (kind === 'sqlite-main') {
+      release();
+      await writing;
+    }
+    const rows = await KV.run(s.db, { first: 'a', second: 'b' });
+    expect(rows).toEqual(
+      kind === 'sqlite-main'
+        ? [
+            { k: 'a', v: 'x' },
+            { k: 'b', v: 'y' },
+          ]
+        : [{ k: 'a', v: 'x' }],
+    );
+    release();
+    await writing;
+  });
+});

@@ -51,7 +51,7 @@ function registerIngestion(root: FastifyInstance, { events, sessions }: EventsPl
     const session = await sessions.findForPrincipal(principal, sessionId);
     if (!session) throw problems.notFound('session');
     const source = principal?.kind === 'device' ? 'device' : 'tenant';
-    return events.ingestBatch(session, request.body, source, jsonTextOf(request.body));
+    return events.ingestBatch(session, request.body, source, jsonTextOf(request));
   }
 
   const ingestSchema = (operationId: string, params: ReturnType<typeof Type.Object>) => ({

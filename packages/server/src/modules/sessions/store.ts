@@ -3,7 +3,7 @@ import type { PageRequest } from '../../http/pagination.ts';
 import { uuidv7 } from '../../ids.ts';
 import { type Database, readPage } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
-import { StatementFamily } from '../../storage/statement.ts';
+import { CompiledOnce, param, StatementFamily } from '../../storage/statement.ts';
 import type { CompiledStatement, DialectName, Storage } from '../../storage/storage.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
@@ -43,13 +43,20 @@ export async function insertSessions(db: Kysely<Database>, rows: SessionRow[]): 
   return rows;
 }
 
-export function findSession(db: Kysely<Database>, tenantId: string, sessionId: string) {
-  return db
+const FIND_SESSION = new CompiledOnce<SessionRow>((db) =>
+  db
     .selectFrom('sessions')
     .selectAll()
-    .where('session_id', '=', sessionId)
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirst();
+    .where('session_id', '=', param('sessionId'))
+    .where('tenant_id', '=', param('tenantId')),
+);
+
+export async function findSession(
+  db: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+): Promise<SessionRow | undefined> {
+  return (await FIND_SESSION.run(db, { sessionId, tenantId }))[0];
 }
 
 export async function touchSession(db: Kysely<Database>, sessionId: string, at: number) {

@@ -9,7 +9,8 @@ import {
   type Storage,
   type VisibleOrder,
 } from '../storage.ts';
-import BetterSqlite3, { openWriter } from './better-sqlite3.js';
+import type BetterSqlite3 from './better-sqlite3.js';
+import { openWriter } from './better-sqlite3.js';
 import { MainThreadReader, registerBulk, SqliteThread, SqliteThreadDialect } from './sqlite-thread.ts';
 
 export interface SqliteOptions {
