@@ -23,7 +23,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { Batcher } from '../packages/server/src/batcher.ts';
 import { uuidv7 } from '../packages/server/src/ids.ts';
 import {
-  ACK_LINGER_MS,
+  ackLinger,
   type CommandRow,
   insertStatements,
   settleStatements,
@@ -65,7 +65,7 @@ async function openLog(kind: string) {
   return new Batcher<LogWrite, undefined>(write, {
     retryAlone: true,
     gather: true,
-    linger: { ms: ACK_LINGER_MS, lingers: (w) => 'ack' in w },
+    linger: ackLinger(storage.dialect),
   });
 }
 

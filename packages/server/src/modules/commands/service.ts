@@ -94,8 +94,9 @@ export class CommandsService {
       name: 'commands group commit',
       retryAlone: true,
       gather: true,
-      // A device's ack waits for nothing: it rides along with the next group of new commands.
-      linger: { ms: store.ACK_LINGER_MS, lingers: (write) => 'ack' in write },
+      // A device's ack waits for nothing: on PostgreSQL it rides along with the next group of new
+      // commands (`store.ackLinger`).
+      linger: store.ackLinger(storage.dialect),
     });
   }
 
