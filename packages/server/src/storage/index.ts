@@ -10,7 +10,7 @@ export { dataDirWarnings } from './data-dir.ts';
 export { COUNT_BOUND, CursorError, type ListOrder, type Page, type PageSpec, readPage } from './pages.ts';
 export type { Database } from './schema.ts';
 export { inSnapshot } from './snapshot.ts';
-export { Statement, StatementFamily } from './statement.ts';
+export { CompiledOnce, flatColumns, param, Statement, StatementFamily } from './statement.ts';
 export type { CompiledStatement, DialectName, Storage, VisibleOrder } from './storage.ts';
 export { runStatements } from './storage.ts';
 

@@ -329,7 +329,8 @@ export class CommandsService {
    * commands are left out (their `refused` says why). The queues learn what was committed.
    */
   private async writeAdmitted(writes: LogWrite[]): Promise<(CommandRow | undefined)[]> {
-    const inserts = writes.flatMap((w) => ('insert' in w ? [w.insert] : []));
+    const inserts: PendingInsert[] = [];
+    for (const w of writes) if ('insert' in w) inserts.push(w.insert);
     for (const insert of inserts) insert.refused = undefined;
     const verdicts = await this.queues.admit(inserts.map((i) => i.row));
     verdicts.forEach((refusal, n) => {

@@ -3,6 +3,7 @@ import {
   type CompiledStatement,
   type Database,
   type DialectName,
+  flatColumns,
   runStatements,
   Statement,
   StatementFamily,
@@ -432,7 +433,10 @@ export function settleAttemptedStatements(
       ),
       INSERT_ATTEMPTS.of(chunk.length).bind(
         dialect,
-        chunk.flatMap((r) => ATTEMPT_COLUMNS.map((c) => r.attempt[c])),
+        flatColumns(
+          chunk.map((r) => r.attempt),
+          ATTEMPT_COLUMNS,
+        ),
       ),
     );
   }
