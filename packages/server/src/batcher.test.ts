@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { Batcher } from './batcher.ts';
+import { Batcher, type BatcherOptions } from './batcher.ts';
 
 /** A writer that takes `ms` per batch (real time: what `utilization` measures is real time). */
 const slowWriter = (ms: number) =>
@@ -52,36 +52,33 @@ describe('Batcher.utilization', () => {
   });
 });
 
-describe('Batcher gather', () => {
-  /** A batcher recording each batch it writes (after a tick, like a store's round trip). */
-  function recording(gather: boolean) {
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        await sleep(1);
-        return items;
-      },
-      { gather },
-    );
-    return { batches, batcher };
-  }
+/** A batcher recording each batch it writes (after a tick, like a store's round trip). */
+function recording(options: BatcherOptions<number>) {
+  const batches: number[][] = [];
+  const batcher = new Batcher<number, number>(async (items) => {
+    batches.push(items);
+    await sleep(1);
+    return items;
+  }, options);
+  return { batches, batcher };
+}
 
+describe('Batcher gather', () => {
   it("an idle writer's first batch takes every item of the turn, not only the first", async () => {
-    const gathered = recording(true);
+    const gathered = recording({ gather: true });
     // Items submitted in one turn, the way requests read from the sockets at once are handled.
     const results = await Promise.all([1, 2, 3].map((i) => gathered.batcher.submit(i)));
     expect(results).toEqual([1, 2, 3]);
     expect(gathered.batches).toEqual([[1, 2, 3]]);
 
     // Without it the first item goes at once, alone, and the rest wait for the next batch.
-    const eager = recording(false);
+    const eager = recording({ gather: false });
     await Promise.all([1, 2, 3].map((i) => eager.batcher.submit(i)));
     expect(eager.batches).toEqual([[1], [2, 3]]);
   });
 
   it('items submitted while a batch is in flight go in the next one, as before', async () => {
-    const { batches, batcher } = recording(true);
+    const { batches, batcher } = recording({ gather: true });
     const first = batcher.submit(1);
     await new Promise((resolve) => setImmediate(resolve));
     const later = [2, 3].map((i) => batcher.submit(i));
@@ -91,19 +88,8 @@ describe('Batcher gather', () => {
 });
 
 describe('Batcher linger', () => {
-  /** Negative items linger (acks, in the command log); each batch is recorded. */
-  function lingering(ms: number) {
-    const batches: number[][] = [];
-    const batcher = new Batcher<number, number>(
-      async (items) => {
-        batches.push(items);
-        await sleep(1);
-        return items;
-      },
-      { gather: true, linger: { ms, lingers: (i) => i < 0 } },
-    );
-    return { batches, batcher };
-  }
+  /** Negative items linger (acks, in the command log). */
+  const lingering = (ms: number) => recording({ gather: true, linger: { ms, lingers: (i) => i < 0 } });
 
   it('a lingering item waits for an urgent one and goes in its batch', async () => {
     const { batches, batcher } = lingering(60_000);
