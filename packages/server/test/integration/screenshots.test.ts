@@ -246,6 +246,53 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     expect(rows).toEqual([]);
   });
 
+  it('an upload whose images are erased while it runs (the player erased) answers 404 and leaves nothing', async () => {
+    const sessionId = await newSession();
+    const { blobs, storage, screenshots } = server.services;
+    // The upload stops once its blob is written, until the erasure has run (the interleaving the fuzz
+    // found: a 500 before).
+    const put = blobs.put.bind(blobs);
+    let written!: () => void;
+    const blobWritten = new Promise<void>((resolve) => {
+      written = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    blobs.put = async (...args: Parameters<typeof put>) => {
+      await put(...args);
+      written();
+      await released;
+    };
+    try {
+      const pending = upload(sessionId, { image: { bytes: greyJpeg(16, 16), type: 'image/jpeg' } });
+      await blobWritten;
+      // The players module's eraser for screenshots: every image of the session, pending ones too.
+      expect(await screenshots.eraseSessions([sessionId], 100)).toBe(1);
+      release();
+      const answer = await pending;
+      expect(answer.status).toBe(404);
+      expect(answer.type).toContain('application/problem+json');
+      expect(answer.body.code).toBe('not_found');
+    } finally {
+      blobs.put = put;
+    }
+    expect(
+      await storage.db
+        .selectFrom('screenshots')
+        .select('image_id')
+        .where('session_id', '=', sessionId)
+        .execute(),
+    ).toEqual([]);
+    const events = await storage.db
+      .selectFrom('events')
+      .select('event_type')
+      .where('session_id', '=', sessionId)
+      .where('event_type', '=', 'Screenshot')
+      .execute();
+    expect(events).toEqual([]);
+  });
   it('retention deletes the image with its event, and the sweep deletes uploads that never got their event', async () => {
     const sessionId = await newSession();
     const shot = await upload(sessionId, { image: { bytes: greyJpeg(32, 32), type: 'image/jpeg' } });

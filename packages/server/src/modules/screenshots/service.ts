@@ -114,9 +114,10 @@ export class ScreenshotsService {
         };
         if (upload.streamingSessionId) fields.streamingSessionId = upload.streamingSessionId;
         const event = await this.events.emitIn(trx, session, 'Screenshot', fields);
-        if (!(await store.markStored(trx, row.image_id, String(event.id)))) {
-          throw new Error(`screenshot ${row.image_id} was swept before its event was stored`);
-        }
+        // The row went meanwhile: the player was erased (its sessions with it), or the upload outlived
+        // the orphan sweep. Either way the session is gone for this upload: 404, as after the erasure.
+        if (!(await store.markStored(trx, row.image_id, String(event.id))))
+          throw problems.notFound('session');
         return event;
       });
     } catch (err) {
@@ -151,8 +152,8 @@ export class ScreenshotsService {
 
   /**
    * Erasure (the players module): up to `limit` images of these sessions, stored or pending — blob,
-   * then row, as retention does; how many went. An upload finishing meanwhile finds its row gone and
-   * deletes its own blob (`upload`'s discard).
+   * then row, as retention does; how many went. An upload finishing meanwhile finds its row gone,
+   * deletes its own blob (`upload`'s discard) and answers 404.
    */
   async eraseSessions(sessionIds: string[], limit: number): Promise<number> {
     if (sessionIds.length === 0) return 0;
