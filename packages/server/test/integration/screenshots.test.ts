@@ -72,6 +72,15 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     return { status: res.status, type: res.headers.get('content-type'), body: JSON.parse(text) as Json };
   }
 
+  /** The session's rows in `screenshots`, stored or pending. */
+  function imageRowsOf(sessionId: string) {
+    return server.services.storage.db
+      .selectFrom('screenshots')
+      .select('image_id')
+      .where('session_id', '=', sessionId)
+      .execute();
+  }
+
   async function fetchImage(sessionId: string, imageId: string, token = tenant.token) {
     const res = await fetch(`${base}/sessions/${sessionId}/screenshots/${imageId}`, {
       headers: { authorization: `Bearer ${token}` },
@@ -278,13 +287,7 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     } finally {
       blobs.put = put;
     }
-    expect(
-      await storage.db
-        .selectFrom('screenshots')
-        .select('image_id')
-        .where('session_id', '=', sessionId)
-        .execute(),
-    ).toEqual([]);
+    expect(await imageRowsOf(sessionId)).toEqual([]);
     const events = await storage.db
       .selectFrom('events')
       .select('event_type')
@@ -332,13 +335,7 @@ describe.each(backends)('screenshots (%s)', (backend) => {
     expect(((await retention.run()) as { events: number }).events).toBeGreaterThanOrEqual(1);
     expect(await blobs.get(key)).toBeNull();
     expect((await fetchImage(sessionId, imageId)).status).toBe(404);
-    expect(
-      await storage.db
-        .selectFrom('screenshots')
-        .select('image_id')
-        .where('session_id', '=', sessionId)
-        .execute(),
-    ).toEqual([]);
+    expect(await imageRowsOf(sessionId)).toEqual([]);
     expect(await screenshots.image(sessionId, imageId)).toBeNull();
   });
 });

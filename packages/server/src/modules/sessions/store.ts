@@ -1,9 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
 import { uuidv7 } from '../../ids.ts';
-import { type Database, readPage } from '../../storage/index.ts';
+import { CompiledOnce, type Database, param, readPage, StatementFamily } from '../../storage/index.ts';
 import type { SessionsTable } from '../../storage/schema.ts';
-import { CompiledOnce, param, StatementFamily } from '../../storage/statement.ts';
 import type { CompiledStatement, DialectName, Storage } from '../../storage/storage.ts';
 
 export type SessionRow = Selectable<SessionsTable>;
