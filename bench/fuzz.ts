@@ -6,6 +6,9 @@
 // the first half reached.
 //   node --import tsx bench/fuzz.ts        # BENCH_BACKEND=sqlite|postgres, FUZZ_SECONDS (180),
 //                                          # FUZZ_RUNS per route and round (30), FUZZ_SEED (random)
+
+// @ts-expect-error a plain ES module without type declarations
+import { bundle } from '../packages/server/scripts/bundle.mjs';
 import { type Finding, FuzzWorld, fuzzOperations, rssOf } from '../packages/server/test/helpers/fuzz.ts';
 import { fetchDocument, operationsOf } from '../packages/server/test/helpers/openapi.ts';
 import { exitWithin, startProcess } from '../packages/server/test/helpers/process.ts';
@@ -18,6 +21,9 @@ const runs = Number(process.env.FUZZ_RUNS ?? 30);
 const firstSeed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const MiB = 1024 * 1024;
 
+// The process it starts is the bundle `npm test` builds (`liveline start`): built here too, so that a
+// fresh clone can run this first and it never runs older code than the source.
+await bundle();
 const receiver = await startReceiver();
 const store = freshStore(backend);
 const adminToken = `fuzz-admin-${process.pid}-${Date.now()}`;
