@@ -20,6 +20,12 @@ export type ClusterErrorHandler = (err: unknown, what: string) => void;
  */
 export abstract class ClusterBus implements Bus {
   readonly nodeId = randomUUID();
+  /**
+   * How this node's own payloads begin (`JSON.stringify` writes `origin` first): its echoes, which a
+   * transport like Redis pub/sub brings back, are dropped unparsed. Payloads keep their format, so
+   * nodes of earlier versions read them as before.
+   */
+  private readonly ownPrefix = `{"origin":${JSON.stringify(this.nodeId)},`;
   private handlers: BusHandler[] = [];
   private resyncListeners: (() => void)[] = [];
   protected closed = false;
@@ -51,7 +57,7 @@ export abstract class ClusterBus implements Bus {
 
   /** The transport received a payload from some node (perhaps this one). */
   protected onClusterMessage(payload: string) {
-    if (this.closed) return;
+    if (this.closed || payload.startsWith(this.ownPrefix)) return;
     let envelope: ClusterEnvelope;
     try {
       envelope = JSON.parse(payload) as ClusterEnvelope;
