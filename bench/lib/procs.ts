@@ -113,11 +113,17 @@ async function startChild(
   env: Record<string, string>,
   afterStop: () => Promise<void> | void,
 ): Promise<ChildServer> {
+  // BENCH_STDOUT_FILE=/tmp/out: the server's standard output goes to /tmp/out.<label> (what V8 prints
+  // there, e.g. `--trace-gc-nvp` through BENCH_SERVER_NODE_ARGS); otherwise its tail is kept for errors.
+  const stdoutFile = process.env.BENCH_STDOUT_FILE
+    ? fs.openSync(`${process.env.BENCH_STDOUT_FILE}.${label}`, 'a')
+    : undefined;
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...inheritedEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    stdio: ['ignore', stdoutFile ?? 'pipe', 'pipe', 'ipc'],
   });
+  if (stdoutFile !== undefined) fs.closeSync(stdoutFile);
   let output = '';
   const keep = (d: Buffer) => {
     output = (output + d.toString()).slice(-8000);
