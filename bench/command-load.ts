@@ -7,6 +7,8 @@
 //        --admin-token $LIVELINE_ADMIN_TOKEN                # devices on A, commands through B (running servers)
 //   node --import tsx bench/command-load.ts --cross         # starts two liveline processes sharing
 //                                                           # REDIS_URL + DATABASE_URL, then as --servers
+//   node --import tsx bench/command-load.ts --cross --bystanders 2  # and two more in the deployment
+//                                                           # that hold no device and take no command
 //   node --import tsx bench/command-load.ts --durable-relay # and the durable relay (relay.ts) between
 //                                                           # them: the floor of a durable command path
 //   node --import tsx bench/command-load.ts --stored-sessions 200000  # the store holds that many ended
@@ -58,6 +60,7 @@ const { values: args } = parseArgs({
     servers: { type: 'string' },
     'admin-token': { type: 'string' },
     cross: { type: 'boolean', default: false },
+    bystanders: { type: 'string', default: '0' },
     'stored-sessions': { type: 'string', default: '0' },
   },
 });
@@ -92,6 +95,7 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
   let commandBase: string;
   let adminToken: string;
   let pid: number | null = null;
+  let processes: Record<string, number> | undefined;
   let description: string;
   let server: LivelineServer | undefined;
   if (args.servers) {
@@ -125,11 +129,26 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
       env: bus,
       label: 'liveline B',
     });
+    // Processes of the deployment that hold no device and take no command: what the others' traffic costs them.
+    const bystanders: LivelineServer[] = [];
+    for (let i = 1; i <= Number(args.bystanders); i++)
+      bystanders.push(
+        await startLiveline({
+          backend: 'postgres',
+          sharedSchema: schema,
+          adminToken: a.adminToken,
+          env: bus,
+          label: `liveline C${i}`,
+        }),
+      );
     socketBase = a.url;
     commandBase = b.url;
     adminToken = a.adminToken;
     pid = b.pid;
-    description = `two processes sharing REDIS_URL + PostgreSQL schema ${schema}: devices on A, commands through B (CPU figure is B's)`;
+    processes = { A: a.pid, B: b.pid, ...Object.fromEntries(bystanders.map((c, i) => [`C${i + 1}`, c.pid])) };
+    description =
+      `${2 + bystanders.length} processes sharing REDIS_URL + PostgreSQL schema ${schema}: devices on A, ` +
+      `commands through B${bystanders.length > 0 ? `, ${bystanders.length} bystander(s) C` : ''} (server CPU is B's)`;
   } else {
     server = await startLiveline({ backend });
     socketBase = server.url;
@@ -154,7 +173,7 @@ async function setUpLiveline(receipts: Receipts): Promise<Driven & { description
     `liveline: ${devices.length} devices with sessions and sockets in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
   );
   return {
-    target: { label: 'liveline', commandUrl: commandBase, token: tenant.token, pid },
+    target: { label: 'liveline', commandUrl: commandBase, token: tenant.token, pid, processes },
     devices,
     description,
   };
@@ -188,6 +207,11 @@ function row(r: LoadResult) {
     `(from send p99 ${r.fromSendMs.p99})`,
     `achieved ${r.achievedRate}/s`,
     `server cpu ${r.targetCpuPercent ?? '?'}% wait ${r.targetRunQueueWaitPercent ?? '?'}%`,
+    r.processCpuPercent
+      ? `(${Object.entries(r.processCpuPercent)
+          .map(([name, cpu]) => `${name} ${cpu}%`)
+          .join(', ')})`
+      : '',
     `gen cpu ${r.generator.cpuPercent}% wait ${r.generator.runQueueWaitPercent}% lag p99 ${r.sendLagMs.p99} ms`,
     r.generatorSaturated ? 'GENERATOR SATURATED' : r.generatorLate ? 'GENERATOR LATE' : '',
   ].join('  ');

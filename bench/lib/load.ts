@@ -18,6 +18,8 @@ export interface Target {
   token?: string;
   /** Pid of the target's process on this machine, to report its CPU; null for external servers. */
   pid: number | null;
+  /** Every process of a deployment of several (--cross), by name: each one's CPU is reported. */
+  processes?: Record<string, number>;
 }
 
 export interface LoadOptions {
@@ -62,6 +64,8 @@ export interface LoadResult {
   };
   targetCpuPercent: number | null;
   targetRunQueueWaitPercent: number | null;
+  /** CPU of each process of the deployment (`Target.processes`), % of a core; null for one process. */
+  processCpuPercent: Record<string, number> | null;
   /** The generator used ≥ 90% of a core: the load generator itself may be the bottleneck. */
   generatorSaturated: boolean;
   /** Requests went out late (send lag p99 > 5 ms): their delay is part of the latencies. */
@@ -176,6 +180,9 @@ export async function runLoad(
   const selfCpu0 = process.cpuUsage();
   const targetCpu = target.pid ? cpuMeter(target.pid) : null;
   const targetWait = target.pid ? waitMeter(target.pid) : null;
+  const processCpu = target.processes
+    ? Object.entries(target.processes).map(([name, pid]) => [name, cpuMeter(pid)] as const)
+    : null;
   const selfWait = waitMeter('self');
   const start = performance.now() + 20;
   let next = 0;
@@ -198,6 +205,9 @@ export async function runLoad(
   const generatorCpu = ((selfCpu.user + selfCpu.system) / 1e6 / wall) * 100;
   const targetCpuPercent = targetCpu ? targetCpu.stop() : null;
   const targetRunQueueWaitPercent = targetWait ? targetWait.stop() : null;
+  const processCpuPercent = processCpu
+    ? Object.fromEntries(processCpu.map(([name, meter]) => [name, meter.stop()]))
+    : null;
   const selfWaitPercent = selfWait.stop();
   eld.disable();
 
@@ -271,6 +281,7 @@ export async function runLoad(
     },
     targetCpuPercent,
     targetRunQueueWaitPercent,
+    processCpuPercent,
     generatorSaturated,
     generatorLate: lagP99 > 5,
     ...(firstError ? { firstError } : {}),

@@ -1,6 +1,8 @@
 /**
  * The realtime bus joins the server processes of one deployment (CONTRACT §9): a message published
- * by any process reaches the handler of every process. The in-memory bus serves one process; a Redis
+ * by any process reaches the handler of every process, and one sent to a node reaches that node's
+ * handlers alone (a command goes to the process holding its device's socket, the word of its delivery
+ * back to the process that accepted it). The in-memory bus serves one process; a Redis
  * bus serves several, behind this same interface. Who holds which socket is `Presence`'s business,
  * not the bus's. Nothing outside `bus/` may assume there is only one process.
  */
@@ -15,8 +17,11 @@ export interface WireCommand {
 
 /** Every message the bus carries, as a typed union (in the shape of socket.io-adapter's cluster messages). */
 export type BusMessage =
-  /** Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`. */
-  | { type: 'command'; sessionId: string; origin: string; command: WireCommand }
+  /**
+   * Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`:
+   * with `direct`, sent to `origin` alone (`Bus.send`); without (nodes of before 2026-11-29), to all.
+   */
+  | { type: 'command'; sessionId: string; origin: string; command: WireCommand; direct?: boolean }
   /** The command was cancelled: the node holding the session's socket tells the device (`command.cancel`). */
   | { type: 'command.cancel'; sessionId: string; commandId: string }
   /**
@@ -90,6 +95,12 @@ export interface Bus {
    * (so a local delivery is done before the caller answers) and the message is on its way to others.
    */
   publish(message: BusMessage): Promise<void>;
+  /**
+   * Sends a message to one node (`nodeId`, as `Presence.holders` names it), not to every node: this
+   * node's handlers run when it is this node (resolving as `publish` does), else it is carried to that
+   * node alone. A node that is gone gets nothing; nobody is told.
+   */
+  send(nodeId: string, message: BusMessage): Promise<void>;
   /** Adds a handler for every message; handlers run in the order they were added. */
   subscribe(handler: BusHandler): void;
   /**

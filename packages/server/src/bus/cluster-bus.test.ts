@@ -4,8 +4,8 @@ import type { BusMessage } from './bus.ts';
 import { ClusterBus } from './cluster-bus.ts';
 
 /**
- * A transport as Redis pub/sub is: every payload reaches every node of the wire, the sender too
- * (its echo), later and in publish order.
+ * A transport as Redis pub/sub is: every payload published reaches every node of the wire, the
+ * sender too (its echo), later and in publish order; one sent to a node reaches that node alone.
  */
 class LoopbackBus extends ClusterBus {
   constructor(private readonly wire: LoopbackBus[]) {
@@ -18,6 +18,12 @@ class LoopbackBus extends ClusterBus {
   protected async doPublish(payload: string): Promise<void> {
     setImmediate(() => {
       for (const node of this.wire) node.onClusterMessage(payload);
+    });
+  }
+
+  protected async doSend(nodeId: string, payload: string): Promise<void> {
+    setImmediate(() => {
+      for (const node of this.wire) if (node.nodeId === nodeId) node.onClusterMessage(payload);
     });
   }
 

@@ -34,16 +34,30 @@ export abstract class ClusterBus implements Bus {
 
   /** Sends the encoded envelope to every other node. May reject when the transport is down. */
   protected abstract doPublish(payload: string): Promise<void>;
+  /** Sends the encoded envelope to node `nodeId` alone. May reject when the transport is down. */
+  protected abstract doSend(nodeId: string, payload: string): Promise<void>;
 
   async publish(message: BusMessage): Promise<void> {
     if (this.closed) return;
     await runHandlers(this.handlers, message);
+    await this.carry(message, null);
+  }
+
+  async send(nodeId: string, message: BusMessage): Promise<void> {
+    if (this.closed) return;
+    if (nodeId === this.nodeId) await runHandlers(this.handlers, message);
+    else await this.carry(message, nodeId);
+  }
+
+  /** Hands the message to the transport: for node `to`, or for every other node when null. */
+  private async carry(message: BusMessage, to: string | null) {
+    const payload = JSON.stringify({ origin: this.nodeId, message } satisfies ClusterEnvelope);
     try {
-      await this.doPublish(JSON.stringify({ origin: this.nodeId, message } satisfies ClusterEnvelope));
+      await (to === null ? this.doPublish(payload) : this.doSend(to, payload));
     } catch (err) {
       // Other nodes miss this message; what they must not miss (commands) is in the store, and they
       // replay it when the transport is back (`onResync`).
-      this.onError(err, 'bus publish');
+      this.onError(err, to === null ? 'bus publish' : 'bus send');
     }
   }
 
@@ -55,7 +69,7 @@ export abstract class ClusterBus implements Bus {
     this.resyncListeners.push(listener);
   }
 
-  /** The transport received a payload from some node (perhaps this one). */
+  /** The transport received a payload from some node (perhaps this one), published or sent to this one. */
   protected onClusterMessage(payload: string) {
     if (this.closed || payload.startsWith(this.ownPrefix)) return;
     let envelope: ClusterEnvelope;

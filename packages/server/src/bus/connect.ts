@@ -47,7 +47,7 @@ export function redisErrorLogger(log: Pick<BusOptions['log'], 'warn'>) {
 export async function connectBus(options: BusOptions): Promise<BusDeployment> {
   if (!options.redisUrl) {
     const bus = new MemoryBus();
-    const presence = new MemoryPresence();
+    const presence = new MemoryPresence(bus.nodeId);
     return {
       bus,
       presence,

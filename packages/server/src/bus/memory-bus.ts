@@ -10,6 +10,11 @@ export class MemoryBus implements Bus {
     return runHandlers(this.handlers, message);
   }
 
+  /** The only node is this one. */
+  send(nodeId: string, message: BusMessage): Promise<void> {
+    return nodeId === this.nodeId ? runHandlers(this.handlers, message) : Promise.resolve();
+  }
+
   subscribe(handler: BusHandler): void {
     this.handlers.push(handler);
   }

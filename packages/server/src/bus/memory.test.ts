@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { busContract, presenceContract } from '../../test/contracts/bus.contract.ts';
 import { MemoryBus } from './memory-bus.ts';
 import { MemoryPresence } from './memory-presence.ts';
@@ -8,6 +9,6 @@ busContract('memory', async () => {
 });
 
 presenceContract('memory', async () => {
-  const presence = new MemoryPresence();
+  const presence = new MemoryPresence(randomUUID());
   return { nodes: [presence], close: () => presence.close() };
 });

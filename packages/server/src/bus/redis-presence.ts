@@ -1,4 +1,4 @@
-import type { Presence } from './presence.ts';
+import type { Holder, Presence } from './presence.ts';
 import type { RedisLink } from './redis-link.ts';
 
 export interface RedisPresenceOptions {
@@ -9,17 +9,31 @@ export interface RedisPresenceOptions {
   onError: (err: unknown, what: string) => void;
 }
 
-/** Which of the sessions in KEYS have an owner whose node lease (ARGV[1] .. node id) is alive. */
-const CONNECTED = `
+/**
+ * For each session in KEYS whose owner's node lease (ARGV[1] .. node id) is alive: its index, the
+ * node, and the lease's value (`LEASE`, or '1' from nodes of before 2026-11-29).
+ */
+const HOLDERS = `
 local found = {}
 for i, key in ipairs(KEYS) do
   local owner = redis.call('GET', key)
   if owner then
     local node = string.match(owner, '^[^ ]+')
-    if node and redis.call('EXISTS', ARGV[1] .. node) == 1 then found[#found + 1] = i end
+    local lease = node and redis.call('GET', ARGV[1] .. node)
+    if lease then
+      found[#found + 1] = i
+      found[#found + 1] = node
+      found[#found + 1] = lease
+    end
   end
 end
 return found`;
+
+/**
+ * What a node's lease key holds: '2' says the node hears `Bus.send` on its own channel. Nodes of
+ * before 2026-11-29 write '1' and hear only what is published to every node.
+ */
+const LEASE = '2';
 
 /** Deletes KEYS[1] only if it still holds ARGV[1] (a newer connection's claim stays). */
 const RELEASE = `
@@ -31,7 +45,7 @@ const CLAIM_TTL_S = 86_400;
 const RENEW_CLAIMS_EVERY_MS = 3_600_000;
 
 type PresenceRedis = RedisLink['command'] & {
-  presenceConnected(numKeys: number, ...args: string[]): Promise<number[]>;
+  presenceHolders(numKeys: number, ...args: string[]): Promise<(number | string)[]>;
   presenceRelease(key: string, owner: string): Promise<number>;
 };
 
@@ -48,6 +62,8 @@ export class RedisPresence implements Presence {
   /** This node's claims: session → connection. */
   private readonly local = new Map<string, string>();
   private readonly redis: PresenceRedis;
+  readonly nodeId: string;
+  private readonly self: Holder;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastClaimRenewal = Date.now();
   private unregisterRejoin: (() => void) | undefined;
@@ -56,9 +72,11 @@ export class RedisPresence implements Presence {
     private readonly link: RedisLink,
     private readonly options: RedisPresenceOptions,
   ) {
+    this.nodeId = options.nodeId;
+    this.self = { node: options.nodeId, addressable: true };
     const redis = link.command;
-    if (!('presenceConnected' in redis)) {
-      redis.defineCommand('presenceConnected', { lua: CONNECTED });
+    if (!('presenceHolders' in redis)) {
+      redis.defineCommand('presenceHolders', { lua: HOLDERS });
       redis.defineCommand('presenceRelease', { lua: RELEASE, numberOfKeys: 1 });
     }
     this.redis = redis as PresenceRedis;
@@ -97,18 +115,27 @@ export class RedisPresence implements Presence {
   }
 
   async connected(sessionIds: string[]): Promise<Set<string>> {
-    if (sessionIds.length === 0) return new Set();
+    return new Set((await this.holders(sessionIds)).keys());
+  }
+
+  async holders(sessionIds: string[]): Promise<Map<string, Holder>> {
+    const found = new Map<string, Holder>();
+    if (sessionIds.length === 0) return found;
     try {
-      const found = await this.redis.presenceConnected(
+      const flat = await this.redis.presenceHolders(
         sessionIds.length,
         ...sessionIds.map((id) => this.sessionKey(id)),
         this.link.key('node:'),
       );
-      return new Set(found.map((i) => sessionIds[i - 1]));
+      for (let i = 0; i + 2 < flat.length; i += 3) {
+        const node = String(flat[i + 1]);
+        found.set(sessionIds[Number(flat[i]) - 1], { node, addressable: flat[i + 2] === LEASE });
+      }
     } catch {
       // Redis is away: what this node holds is all it can vouch for.
-      return new Set(sessionIds.filter((id) => this.local.has(id)));
+      for (const id of sessionIds) if (this.local.has(id)) found.set(id, this.self);
     }
+    return found;
   }
 
   async close(): Promise<void> {
@@ -136,7 +163,7 @@ export class RedisPresence implements Presence {
 
   private async renewLease() {
     try {
-      await this.redis.set(this.link.key(`node:${this.options.nodeId}`), '1', 'PX', this.options.leaseMs);
+      await this.redis.set(this.link.key(`node:${this.options.nodeId}`), LEASE, 'PX', this.options.leaseMs);
     } catch (err) {
       this.options.onError(err, 'presence lease');
     }

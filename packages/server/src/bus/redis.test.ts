@@ -78,6 +78,28 @@ if (redisAvailable)
       { nodesCanDie: true },
     );
 
+    it('names a holder of a version before 2026-11-29 (lease "1") as hearing only what is published to all', async () => {
+      const [link] = await links(redis, 1);
+      const presence = new RedisPresence(link, { nodeId: randomUUID(), leaseMs: 5000, onError: ignore });
+      await presence.start();
+      try {
+        // What such a node writes: its lease, and its claim of a session.
+        const [oldNode, sessionId] = [randomUUID(), randomUUID()];
+        await link.command.set(link.key(`node:${oldNode}`), '1', 'PX', 5000);
+        await link.command.set(link.key(`presence:${sessionId}`), `${oldNode} conn-1`, 'EX', 60);
+        await presence.claim('mine', 'conn-2');
+        expect(await presence.holders([sessionId, 'mine'])).toEqual(
+          new Map([
+            [sessionId, { node: oldNode, addressable: false }],
+            ['mine', { node: presence.nodeId, addressable: true }],
+          ]),
+        );
+      } finally {
+        await presence.close();
+        await link.close();
+      }
+    });
+
     it('resyncs every node after Redis comes back, and carries messages again', async () => {
       const all = await links(redis, 2);
       const [a, b] = all.map((link) => new RedisBus(link, ignore));
@@ -104,6 +126,11 @@ if (redisAvailable)
         await a.publish(after);
         await until(() => got.length > 0);
         expect(got).toEqual([after]);
+        // Its own channel is subscribed again too.
+        const direct: BusMessage = { type: 'close', sessionId: randomUUID(), code: 4009, reason: 'sent' };
+        await a.send(b.nodeId, direct);
+        await until(() => got.length > 1);
+        expect(got).toEqual([after, direct]);
       } finally {
         await a.close();
         await b.close();

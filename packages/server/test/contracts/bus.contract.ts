@@ -33,6 +33,31 @@ const close = (sessionId: string, n: number): BusMessage => ({
   reason: `m${n}`,
 });
 
+/** Every message each node's handler gets (after `delayMs`, when given: an async handler). */
+function record(nodes: Bus[], delayMs = 0): BusMessage[][] {
+  return nodes.map((node) => {
+    const got: BusMessage[] = [];
+    node.subscribe(async (m) => {
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      got.push(m);
+    });
+    return got;
+  });
+}
+
+/**
+ * Publishes a marker from `node` and waits until every node has it: whatever was sent before it has
+ * arrived by then (a node's messages travel in order), so what has not arrived will not.
+ */
+async function publishMarker(node: Bus, received: BusMessage[][]): Promise<BusMessage> {
+  const sessionId = randomUUID();
+  const marker = close(sessionId, 999);
+  await node.publish(marker);
+  const heard = (got: BusMessage[]) => got.some((m) => m.type === 'close' && m.sessionId === sessionId);
+  await eventually(() => received.every(heard));
+  return marker;
+}
+
 export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>) {
   describe(`bus contract: ${name}`, () => {
     let deployment: Deployment<Bus>;
@@ -152,6 +177,38 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
       expect(got).toEqual(messages);
     });
 
+    it('brings a message sent to a node to that node alone, in the order sent', async () => {
+      deployment = await deploy();
+      const nodes = deployment.nodes;
+      const received = record(nodes);
+      const sessionId = randomUUID();
+      const [from, to] = [nodes[0], nodes[nodes.length - 1]];
+      const sent = Array.from({ length: 20 }, (_, n) => close(sessionId, n));
+      for (const m of sent) await from.send(to.nodeId, m);
+      const marker = await publishMarker(from, received);
+      for (const [i, got] of received.entries())
+        expect(got, `node ${i}`).toEqual(i === nodes.length - 1 ? [...sent, marker] : [marker]);
+    });
+
+    it("runs a message sent to its own node in that node's handlers before send resolves, and nowhere else", async () => {
+      deployment = await deploy();
+      const nodes = deployment.nodes;
+      const received = record(nodes, 5);
+      const message = close(randomUUID(), 1);
+      await nodes[0].send(nodes[0].nodeId, message);
+      expect(received[0]).toEqual([message]);
+      const marker = await publishMarker(nodes[0], received);
+      for (const [i, got] of received.entries()) expect(got).toEqual(i === 0 ? [message, marker] : [marker]);
+    });
+
+    it('sends nothing anywhere for a node that does not exist', async () => {
+      deployment = await deploy();
+      const received = record(deployment.nodes);
+      await deployment.nodes[0].send(randomUUID(), close(randomUUID(), 1));
+      const marker = await publishMarker(deployment.nodes[0], received);
+      for (const got of received) expect(got).toEqual([marker]);
+    });
+
     it('delivers nothing to a node after it closed', async () => {
       deployment = await deploy();
       const node = deployment.nodes[0];
@@ -185,6 +242,29 @@ export function presenceContract(
       for (const node of deployment.nodes) expect(await node.connected([a, b, c])).toEqual(new Set([b]));
     });
 
+    it('names the node holding each session, on every node', async () => {
+      deployment = await deploy();
+      const nodes = deployment.nodes;
+      const last = nodes[nodes.length - 1];
+      const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+      await nodes[0].claim(a, 'conn-a');
+      await last.claim(b, 'conn-b');
+      for (const node of nodes)
+        expect(await node.holders([a, b, c])).toEqual(
+          new Map([
+            [a, { node: nodes[0].nodeId, addressable: true }],
+            [b, { node: last.nodeId, addressable: true }],
+          ]),
+        );
+      // A newer connection elsewhere takes the session over.
+      await last.claim(a, 'conn-a2');
+      for (const node of nodes)
+        expect((await node.holders([a])).get(a)).toEqual({ node: last.nodeId, addressable: true });
+      await last.release(a, 'conn-a2');
+      for (const node of nodes) expect(await node.holders([a, c])).toEqual(new Map());
+      expect(await nodes[0].holders([])).toEqual(new Map());
+    });
+
     it('ignores a release by a connection that no longer holds the session (a takeover)', async () => {
       deployment = await deploy();
       const nodes = deployment.nodes;
@@ -212,6 +292,7 @@ export function presenceContract(
         expect(await nodes[1].connected([mine, theirs])).toEqual(new Set([mine, theirs]));
         await new Promise((r) => setTimeout(r, kill.leaseMs + 100));
         expect(await nodes[1].connected([mine, theirs])).toEqual(new Set([theirs]));
+        expect([...(await nodes[1].holders([mine, theirs])).keys()]).toEqual([theirs]);
       });
 
     it('answers an empty question with an empty set', async () => {

@@ -91,14 +91,22 @@ export class CommandDelivery {
    * device's socket, or null when the device is not connected anywhere (it stays queued).
    */
   async deliver(sessionId: string, command: WireCommand): Promise<number | null> {
+    const self = this.bus.nodeId;
+    // Held here: written now, no one asked. Else the node holding the socket, if any, is asked for.
+    const holder = this.lines.has(sessionId)
+      ? { node: self, addressable: true }
+      : (await this.presence.holders([sessionId])).get(sessionId);
+    // Not connected anywhere: it stays queued, and the device's next connection gets it.
+    if (!holder) return null;
     const wait: Waiting = { at: null, wake: null };
     this.waiting.set(command.commandId, wait);
     try {
-      await this.bus.publish({ type: 'command', sessionId, origin: this.bus.nodeId, command });
-      // Written here already, or not connected anywhere: nothing to wait for.
-      if (wait.at !== null || !(await this.presence.connected([sessionId])).has(sessionId)) return wait.at;
+      const message: BusMessage = { type: 'command', sessionId, origin: self, command, direct: true };
+      // A node of an earlier version hears only what is published to every node.
+      await (holder.addressable ? this.bus.send(holder.node, message) : this.bus.publish(message));
+      // Written here already, or here was where to write it (the connection just went): no word to wait for.
+      if (wait.at !== null || holder.node === self) return wait.at;
       // Held by another process: wait for its word (unless it came meanwhile), briefly.
-      if (wait.at !== null) return wait.at;
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         wait.wake = resolve;
@@ -149,6 +157,7 @@ export class CommandDelivery {
           await this.write(
             sessionId,
             line,
+            null,
             page.map((row) => ({
               commandId: row.command_id,
               name: row.name,
@@ -234,7 +243,8 @@ export class CommandDelivery {
       if (message.origin !== this.bus.nodeId)
         for (const heard of this.elsewhere) heard(message.sessionId, message.command);
       const line = this.lines.get(message.sessionId);
-      return line ? this.enqueue(message.sessionId, line, [message.command]) : undefined;
+      if (!line) return undefined;
+      return this.enqueue(message.sessionId, line, message.direct ? message.origin : null, message.command);
     }
     if (message.type === 'command.cancel') return this.onCancel(message.sessionId, message.commandId);
     if (message.type === 'delivered') {
@@ -251,16 +261,25 @@ export class CommandDelivery {
     return undefined;
   }
 
-  /** Writes commands after everything queued before them on the line; reports them delivered. */
-  private enqueue(sessionId: string, line: Line, commands: WireCommand[]): Promise<void> {
+  /** Writes a command after everything queued before it on the line; reports it delivered. */
+  private enqueue(sessionId: string, line: Line, origin: string | null, command: WireCommand): Promise<void> {
     line.chain = line.chain
-      .then(() => this.write(sessionId, line, commands))
+      .then(() => this.write(sessionId, line, origin, [command]))
       .catch((err) => this.log.warn({ err, sessionId }, 'command delivery failed'));
     return line.chain;
   }
 
-  /** Writes the commands the line has not been sent yet, in order; reports them delivered. */
-  private async write(sessionId: string, line: Line, commands: WireCommand[]): Promise<void> {
+  /**
+   * Writes the commands the line has not been sent yet, in order, and reports them delivered: to
+   * `origin` alone when it is known to hear its own channel, else (a replay: whoever accepted them
+   * may be waiting; or an origin of an earlier version) to every node.
+   */
+  private async write(
+    sessionId: string,
+    line: Line,
+    origin: string | null,
+    commands: WireCommand[],
+  ): Promise<void> {
     const fresh = commands.filter((c) => !line.sent.has(c.commandId));
     if (fresh.length === 0 || !this.transport) return;
     for (const command of fresh) line.sent.set(command.commandId, command.name);
@@ -271,12 +290,13 @@ export class CommandDelivery {
     // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
     const at = this.clock.now();
     for (const id of written) this.unmarked.note(id, at);
-    await this.bus.publish({
+    const delivered: BusMessage = {
       type: 'delivered',
       sessionId,
       origin: this.bus.nodeId,
       commandIds: written,
       at,
-    });
+    };
+    await (origin === null ? this.bus.publish(delivered) : this.bus.send(origin, delivered));
   }
 }
