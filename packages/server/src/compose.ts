@@ -110,7 +110,11 @@ export async function compose(config: Config, clock: Clock, logger: Logger): Pro
     const sessions = new SessionsService(storage, clock, events, signals);
     const liveSessions = new LiveSessions(sessions, clock);
     const streams = new StreamsService(storage, clock, sessions, events);
-    const delivery = new CommandDelivery(storage, clock, bus, presence, log, { remoteWaitMs: 2000 });
+    const delivery = new CommandDelivery(storage, clock, bus, presence, log, {
+      remoteWaitMs: 2000,
+      // Several processes with a queue quota: each counts the others' commands (`CommandQueues`).
+      announceEveryMs: config.redisUrl !== null && config.quotas.pendingCommands > 0 ? 100 : 0,
+    });
     const commands = new CommandsService(storage, clock, delivery, signals, {
       queue: { limit: config.quotas.pendingCommands, shared: config.redisUrl !== null },
     });

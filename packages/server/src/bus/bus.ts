@@ -22,6 +22,11 @@ export type BusMessage =
    * with `direct`, sent to `origin` alone (`Bus.send`); without (nodes of before 2026-11-29), to all.
    */
   | { type: 'command'; sessionId: string; origin: string; command: WireCommand; direct?: boolean }
+  /**
+   * Commands `origin` accepted in the last moments (every ~100 ms, at most `ACCEPTED_PER_MESSAGE` a
+   * message): other nodes count them in their queue quotas. `[sessionId, commandId, expiresAt]` each.
+   */
+  | { type: 'commands.accepted'; origin: string; commands: [string, string, number][] }
   /** The command was cancelled: the node holding the session's socket tells the device (`command.cancel`). */
   | { type: 'command.cancel'; sessionId: string; commandId: string }
   /**

@@ -157,6 +157,11 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
           command: { commandId: randomUUID(), name: 'text', data: 'héllo ✓', issuedAt: 1_700_000_000_000 },
         },
         { type: 'delivered', sessionId, origin: first.nodeId, commandIds: [randomUUID(), randomUUID()] },
+        {
+          type: 'commands.accepted',
+          origin: first.nodeId,
+          commands: [[sessionId, randomUUID(), 1_700_000_060_000]],
+        },
         { type: 'takeover', sessionId, connectionId: randomUUID() },
         { type: 'close', sessionId, code: 4001, reason: 'replaced' },
         { type: 'alerts.changed', tenantId: randomUUID(), origin: first.nodeId },

@@ -713,4 +713,27 @@ if (redisAvailable && process.env.DATABASE_URL)
       await sleep(2100);
       expect((await through(a, '5')).status).toBe(429);
     });
+
+    it('counts the commands another process accepted, for a device connected nowhere (announced, not delivered)', async () => {
+      const [a, b] = servers;
+      const token = await deviceToken(a.url, tenant.token, `x-${randomUUID()}`);
+      const offline = String(
+        (await call(a.url, 'POST', '/client/v1/sessions', { token, json: {} })).body.sessionId,
+      );
+      const through = (server: RunningServer, data: string) =>
+        call<Json>(server.url, 'POST', `/sessions/${offline}/realtime/commands?ttlSeconds=60`, {
+          token: tenant.token,
+          json: { name: 'text', data },
+        });
+      // B reads the session's queue while it is empty and remembers one command of its own.
+      expect((await through(b, '1')).status).toBe(202);
+      // A fills it; no command travels to a device, so B hears of them only as A announces them.
+      expect((await through(a, '2')).status).toBe(202);
+      expect((await through(a, '3')).status).toBe(202);
+      await sleep(400);
+      // B counts A's two (the queue looks full, is read again, and is): the quota of 3 holds.
+      const fourth = await through(b, '4');
+      expect(fourth.status, fourth.text).toBe(429);
+      expect(fourth.body.code).toBe('command_queue_full');
+    });
   });

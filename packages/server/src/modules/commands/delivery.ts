@@ -44,7 +44,15 @@ interface Waiting {
 export interface DeliveryOptions {
   /** How long an accepted command waits for a process elsewhere to report it written (then: queued). */
   remoteWaitMs: number;
+  /**
+   * Other processes count this one's commands (the queue quota across processes): the commands
+   * accepted here are announced to every node (`commands.accepted`) at most this often; 0: never.
+   */
+  announceEveryMs?: number;
 }
+
+/** Commands one `commands.accepted` message names at most (a cohort-wide command may name thousands). */
+export const ACCEPTED_PER_MESSAGE = 1000;
 
 /**
  * Command delivery (CONTRACT §3, §9.1): a stored command travels on the bus, itself, to whichever
@@ -63,7 +71,10 @@ export class CommandDelivery {
    */
   private readonly unmarked = new NotedTimes();
   private transport: CommandTransport | null = null;
-  private readonly elsewhere: ((sessionId: string, command: WireCommand) => void)[] = [];
+  private readonly elsewhere: ((sessionId: string, commandId: string, expiresAt: number) => void)[] = [];
+  /** Accepted here since the last `commands.accepted` message: `[sessionId, commandId, expiresAt]`. */
+  private accepted: [string, string, number][] = [];
+  private announcing: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly storage: Storage,
@@ -81,9 +92,39 @@ export class CommandDelivery {
     this.transport = transport;
   }
 
-  /** Hears of every command another process accepted (its `command` message): the queue quota counts them. */
-  onCommandElsewhere(listener: (sessionId: string, command: WireCommand) => void) {
+  /**
+   * Hears of every command another process accepted (its `commands.accepted` messages, ~100 ms
+   * after): the queue quota counts them.
+   */
+  onCommandElsewhere(listener: (sessionId: string, commandId: string, expiresAt: number) => void) {
     this.elsewhere.push(listener);
+  }
+
+  /**
+   * A command was stored here: other processes hear of it with the others of the next moments, in
+   * one message (`announceEveryMs`), not one message a command.
+   */
+  accept(sessionId: string, commandId: string, expiresAt: number) {
+    const every = this.options.announceEveryMs ?? 0;
+    if (every <= 0) return;
+    this.accepted.push([sessionId, commandId, expiresAt]);
+    if (this.announcing) return;
+    this.announcing = setTimeout(() => {
+      this.announcing = null;
+      void this.announce();
+    }, every);
+    this.announcing.unref();
+  }
+
+  private async announce() {
+    const commands = this.accepted;
+    this.accepted = [];
+    for (let i = 0; i < commands.length; i += ACCEPTED_PER_MESSAGE)
+      await this.bus.publish({
+        type: 'commands.accepted',
+        origin: this.bus.nodeId,
+        commands: commands.slice(i, i + ACCEPTED_PER_MESSAGE),
+      });
   }
 
   /**
@@ -239,9 +280,13 @@ export class CommandDelivery {
 
   /** A promise only for what it writes to a socket here (the bus awaits only those). */
   private onBus(message: BusMessage): Promise<void> | undefined {
-    if (message.type === 'command') {
+    if (message.type === 'commands.accepted') {
       if (message.origin !== this.bus.nodeId)
-        for (const heard of this.elsewhere) heard(message.sessionId, message.command);
+        for (const [sessionId, commandId, expiresAt] of message.commands)
+          for (const heard of this.elsewhere) heard(sessionId, commandId, expiresAt);
+      return undefined;
+    }
+    if (message.type === 'command') {
       const line = this.lines.get(message.sessionId);
       if (!line) return undefined;
       return this.enqueue(message.sessionId, line, message.direct ? message.origin : null, message.command);

@@ -8,8 +8,8 @@ export interface QueueOptions {
   limit: number;
   /**
    * Other processes accept and settle commands too (`REDIS_URL`): their commands are heard on the bus
-   * (`addedElsewhere`), their settlements are not, so a queue that looks half full is read again
-   * from the store before each command.
+   * (`addedElsewhere`, announced every ~100 ms), their settlements are not, so a queue that looks half
+   * full is read again from the store before each command.
    */
   shared: boolean;
 }
@@ -22,8 +22,6 @@ interface Queue {
 
 /** Sessions remembered at most; the oldest are forgotten (and read again when they next get a command). */
 const MAX_SESSIONS = 50_000;
-/** The longest a command waits (the largest `ttlSeconds`): the expiry assumed for one heard of elsewhere. */
-const MAX_TTL_MS = 3600 * 1000;
 /** Sessions whose queues one statement reads. */
 const LOAD_CHUNK = 500;
 
@@ -35,11 +33,12 @@ const LOAD_CHUNK = 500;
  * one writer, group by group, so within a process a concurrent burst cannot pass the quota; no
  * COUNT(*) per command.
  *
- * Across processes (`shared`), each process also hears of the others' commands on the bus (every
- * accepted command travels there to reach the device), not of their settlements: a queue that looks
- * half full is read again from the store before each command, and one that looks full before it is
- * refused. Commands accepted through several processes in the same few milliseconds can still pass
- * the quota by those in flight (each process's check is atomic, not the deployment's).
+ * Across processes (`shared`), each process also hears of the others' commands on the bus (each
+ * process announces the commands it stored every ~100 ms, `CommandDelivery.accept`), not of their
+ * settlements: a queue that looks half full is read again from the store before each command, and one
+ * that looks full before it is refused. Commands accepted through several processes in the same
+ * ~100 ms can still pass the quota by those in flight (each process's check is atomic, not the
+ * deployment's).
  */
 export class CommandQueues {
   private readonly queues = new Map<string, Queue>();
@@ -89,13 +88,10 @@ export class CommandQueues {
     this.loading.get(sessionId)?.settled.add(commandId);
   }
 
-  /**
-   * Another process accepted a command (heard on the bus): counted until the queue is read again from
-   * the store (its expiry is not on the bus: the longest one is assumed).
-   */
-  addedElsewhere(sessionId: string, commandId: string, issuedAt: number) {
-    this.queues.get(sessionId)?.open.set(commandId, issuedAt + MAX_TTL_MS);
-    this.loading.get(sessionId)?.added.set(commandId, issuedAt + MAX_TTL_MS);
+  /** Another process accepted a command (heard on the bus): counted until the queue is read again from the store. */
+  addedElsewhere(sessionId: string, commandId: string, expiresAt: number) {
+    this.queues.get(sessionId)?.open.set(commandId, expiresAt);
+    this.loading.get(sessionId)?.added.set(commandId, expiresAt);
   }
 
   /**

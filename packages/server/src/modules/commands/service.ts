@@ -85,8 +85,8 @@ export class CommandsService {
   ) {
     this.queues = new CommandQueues(storage, clock, options.queue);
     // Commands accepted by other processes count in this one's queues too.
-    delivery.onCommandElsewhere((sessionId, command) =>
-      this.queues.addedElsewhere(sessionId, command.commandId, command.issuedAt),
+    delivery.onCommandElsewhere((sessionId, commandId, expiresAt) =>
+      this.queues.addedElsewhere(sessionId, commandId, expiresAt),
     );
     // New commands and acks share one queue and one transaction per group (one commit, not two).
     // One writer keeps a session's commands committed, and so delivered, in the order they were accepted.
@@ -343,8 +343,10 @@ export class CommandsService {
     kept.forEach((w, n) => {
       const row = rows[n];
       if (!row) return;
-      if ('insert' in w) this.queues.added(row);
-      else this.queues.settled(row.session_id, row.command_id);
+      if ('insert' in w) {
+        this.queues.added(row);
+        this.delivery.accept(row.session_id, row.command_id, row.expires_at);
+      } else this.queues.settled(row.session_id, row.command_id);
     });
     return at.map((k) => (k < 0 ? undefined : rows[k]));
   }
