@@ -23,6 +23,12 @@ export type BusMessage =
    */
   | { type: 'command'; sessionId: string; origin: string; command: WireCommand; direct?: boolean }
   /**
+   * Write these commands, each to its session's socket if this node holds it, in this order; `origin`
+   * awaits `delivered`, sent to it alone. What one node sends another in one moment, in one message
+   * (nodes since 2026-11-29; earlier ones get a `command` each).
+   */
+  | { type: 'commands'; origin: string; commands: [sessionId: string, command: WireCommand][] }
+  /**
    * Commands `origin` accepted in the last moments (every ~100 ms, at most `ACCEPTED_PER_MESSAGE` a
    * message): other nodes count them in their queue quotas. `[sessionId, commandId, expiresAt]` each.
    */
@@ -32,8 +38,9 @@ export type BusMessage =
   /**
    * The node holding the socket wrote these commands to it, at `at` (unix ms: the delivery time it
    * writes down, which the accepting node answers with; absent from nodes of before 2026-11-27).
+   * `sessionId`: the commands' session; absent when they are of several (nodes since 2026-11-29).
    */
-  | { type: 'delivered'; sessionId: string; origin: string; commandIds: string[]; at?: number }
+  | { type: 'delivered'; sessionId?: string; origin: string; commandIds: string[]; at?: number }
   /** A newer connection took the session: other nodes close theirs (close code 4001). */
   | { type: 'takeover'; sessionId: string; connectionId: string }
   /** Close the session's socket wherever it is (e.g. the session ended). */

@@ -2,5 +2,5 @@ export type { Bus, BusHandler, BusMessage, PresenceChange, WireCommand } from '.
 export { type BusDeployment, connectBus, redisErrorLogger } from './connect.ts';
 export { MemoryBus } from './memory-bus.ts';
 export { MemoryPresence } from './memory-presence.ts';
-export type { Presence } from './presence.ts';
+export type { Holder, Presence } from './presence.ts';
 export type { RedisLink } from './redis-link.ts';

@@ -157,6 +157,15 @@ export function busContract(name: string, deploy: () => Promise<Deployment<Bus>>
           command: { commandId: randomUUID(), name: 'text', data: 'héllo ✓', issuedAt: 1_700_000_000_000 },
         },
         { type: 'delivered', sessionId, origin: first.nodeId, commandIds: [randomUUID(), randomUUID()] },
+        { type: 'delivered', origin: first.nodeId, commandIds: [randomUUID()], at: 1_700_000_000_002 },
+        {
+          type: 'commands',
+          origin: first.nodeId,
+          commands: [
+            [sessionId, { commandId: randomUUID(), name: 'text', data: 'a', issuedAt: 1_700_000_000_003 }],
+            [randomUUID(), { commandId: randomUUID(), name: 'camera', data: { zoom: 2 }, issuedAt: 1 }],
+          ],
+        },
         {
           type: 'commands.accepted',
           origin: first.nodeId,

@@ -127,6 +127,41 @@ if (clusterCanRun)
       await device.close();
     });
 
+    it('delivers a burst through one process to devices on two others, in order, each answered as it went', async () => {
+      const [a, b, c] = servers;
+      const held = [a, a, a, c, c, c];
+      const devices = await Promise.all(
+        held.map(async (server) => {
+          const { token, sessionId } = await session(server.url);
+          const socket = await TestSocket.open(server.url, sessionId, token);
+          await socket.ofType('welcome');
+          return { sessionId, socket };
+        }),
+      );
+      // A session whose device is connected nowhere, in the same bursts.
+      const offline = await session(a.url);
+      const rounds = 10;
+      for (let i = 0; i < rounds; i++) {
+        // Concurrent requests: B stores them in shared groups and sends each holder its share at once.
+        const answers = await Promise.all([
+          ...devices.map((d, n) => text(b.url, d.sessionId, `d${n}-m${i}`)),
+          text(b.url, offline.sessionId, `offline-m${i}`),
+        ]);
+        for (const answer of answers.slice(0, devices.length)) {
+          expect(answer.status, answer.text).toBe(202);
+          expect(answer.body.status).toBe('delivered');
+          expect(typeof answer.body.deliveredAt).toBe('number');
+        }
+        expect(answers[devices.length].body.status).toBe('queued');
+      }
+      for (const [n, d] of devices.entries()) {
+        const got: string[] = [];
+        while (got.length < rounds) got.push(String((await d.socket.ofType('command')).data));
+        expect(got).toEqual(Array.from({ length: rounds }, (_, i) => `d${n}-m${i}`));
+        await d.socket.close();
+      }
+    });
+
     it('tails on one process what the others store and who connects there (live tail, resume)', async () => {
       const [a, b, c] = servers;
       const cohort = `c-${randomUUID()}`;

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Bus, BusMessage, Presence, WireCommand } from '../../bus/index.ts';
+import type { Bus, BusMessage, Holder, Presence, WireCommand } from '../../bus/index.ts';
 import type { Clock } from '../../clock.ts';
 import { NotedTimes } from '../../noted-times.ts';
 import type { Storage } from '../../storage/index.ts';
@@ -35,10 +35,18 @@ interface Line {
   chain: Promise<void>;
 }
 
-/** A command accepted here, waiting for word of its delivery (`at`); `wake` is set once someone waits. */
+/** A command accepted here, waiting for word of its delivery (`at`); `done` is set once someone waits. */
 interface Waiting {
   at: number | null;
-  wake: (() => void) | null;
+  done: ((at: number | null) => void) | null;
+}
+
+/** A stored command on its way: to be sent once this turn's holder lookup is answered. */
+interface Outbound {
+  sessionId: string;
+  command: WireCommand;
+  /** Resolves `deliver`: when the command was written to the device's socket, or null (queued). */
+  done: (at: number | null) => void;
 }
 
 export interface DeliveryOptions {
@@ -75,6 +83,13 @@ export class CommandDelivery {
   /** Accepted here since the last `commands.accepted` message: `[sessionId, commandId, expiresAt]`. */
   private accepted: [string, string, number][] = [];
   private announcing: NodeJS.Timeout | null = null;
+  /** Commands `deliver` was given this turn, for sessions not held here (`dispatch`). */
+  private outbound: Outbound[] = [];
+  /** Written here this turn, by the node to tell (`delivered`, sent at `setImmediate`): `[time, ids]`. */
+  private written = new Map<string, [number, string[]]>();
+  private telling = false;
+  /** This process as a holder of sockets. */
+  private readonly here: Holder;
 
   constructor(
     private readonly storage: Storage,
@@ -84,6 +99,7 @@ export class CommandDelivery {
     private readonly log: FastifyBaseLogger,
     private readonly options: DeliveryOptions,
   ) {
+    this.here = { node: bus.nodeId, addressable: true };
     bus.subscribe((message) => this.onBus(message));
   }
 
@@ -130,34 +146,103 @@ export class CommandDelivery {
   /**
    * Sends a stored command towards the device. Resolves with the time it was written to the
    * device's socket, or null when the device is not connected anywhere (it stays queued).
+   *
+   * A command for a socket held here is written at once; the others of one turn of the event loop
+   * (a group commit's commands) go together: one holder lookup for all their sessions, one message to
+   * each node holding some (`commands`), one `delivered` back from each.
    */
-  async deliver(sessionId: string, command: WireCommand): Promise<number | null> {
-    const self = this.bus.nodeId;
-    // Held here: written now, no one asked. Else the node holding the socket, if any, is asked for.
-    const holder = this.lines.has(sessionId)
-      ? { node: self, addressable: true }
-      : (await this.presence.holders([sessionId])).get(sessionId);
-    // Not connected anywhere: it stays queued, and the device's next connection gets it.
-    if (!holder) return null;
-    const wait: Waiting = { at: null, wake: null };
-    this.waiting.set(command.commandId, wait);
+  deliver(sessionId: string, command: WireCommand): Promise<number | null> {
+    return new Promise((done) => {
+      const outbound: Outbound = { sessionId, command, done };
+      if (this.lines.has(sessionId)) {
+        void this.sendTo(this.here, [outbound]);
+        return;
+      }
+      this.outbound.push(outbound);
+      if (this.outbound.length === 1)
+        setImmediate(() => {
+          const batch = this.outbound;
+          this.outbound = [];
+          void this.dispatch(batch);
+        });
+    });
+  }
+
+  /** Sends each command to the node holding its session's socket, if any (else it resolves null). */
+  private async dispatch(batch: Outbound[]): Promise<void> {
+    let holders: Map<string, Holder> | undefined;
     try {
-      const message: BusMessage = { type: 'command', sessionId, origin: self, command, direct: true };
-      // A node of an earlier version hears only what is published to every node.
-      await (holder.addressable ? this.bus.send(holder.node, message) : this.bus.publish(message));
-      // Written here already, or here was where to write it (the connection just went): no word to wait for.
-      if (wait.at !== null || holder.node === self) return wait.at;
-      // Held by another process: wait for its word (unless it came meanwhile), briefly.
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        wait.wake = resolve;
-        timer = setTimeout(resolve, this.options.remoteWaitMs);
-      });
-      clearTimeout(timer);
-      return wait.at;
-    } finally {
-      this.waiting.delete(command.commandId);
+      holders = await this.presence.holders([...new Set(batch.map((o) => o.sessionId))]);
+    } catch (err) {
+      // Presence answers from what it knows when its store is away; anything else: they stay queued.
+      this.log.warn({ err }, 'command holders not found');
     }
+    const byNode = new Map<string, { holder: Holder; items: Outbound[] }>();
+    for (const o of batch) {
+      // A connection opened here meanwhile: this is the holder now (its claim came first).
+      const holder = this.lines.has(o.sessionId) ? this.here : holders?.get(o.sessionId);
+      // Not connected anywhere: it stays queued, and the device's next connection gets it.
+      if (!holder) o.done(null);
+      else {
+        const group = byNode.get(holder.node);
+        if (group) group.items.push(o);
+        else byNode.set(holder.node, { holder, items: [o] });
+      }
+    }
+    await Promise.all([...byNode.values()].map(({ holder, items }) => this.sendTo(holder, items)));
+  }
+
+  /**
+   * Sends commands to one node and resolves each with its delivery time, once that node's word comes
+   * (at most `remoteWaitMs`; then null).
+   */
+  private async sendTo(holder: Holder, items: Outbound[]): Promise<void> {
+    const self = this.bus.nodeId;
+    for (const o of items) this.waiting.set(o.command.commandId, { at: null, done: null });
+    try {
+      if (holder.addressable) {
+        const commands = items.map((o): [string, WireCommand] => [o.sessionId, o.command]);
+        await this.bus.send(holder.node, { type: 'commands', origin: self, commands });
+      } else {
+        // A node of an earlier version hears only what is published to every node, a command at a time.
+        for (const o of items)
+          await this.bus.publish({
+            type: 'command',
+            sessionId: o.sessionId,
+            origin: self,
+            command: o.command,
+          });
+      }
+    } catch (err) {
+      this.log.warn({ err }, 'command not sent');
+    }
+    let open = 0;
+    let timer: NodeJS.Timeout | undefined;
+    for (const o of items) {
+      const id = o.command.commandId;
+      const wait = this.waiting.get(id);
+      // Written here already, or here was where to write it (the connection just went): no word to wait for.
+      if (!wait || wait.at !== null || holder.node === self) {
+        this.waiting.delete(id);
+        o.done(wait?.at ?? null);
+      } else {
+        open++;
+        wait.done = (at) => {
+          o.done(at);
+          if (--open === 0) clearTimeout(timer);
+        };
+      }
+    }
+    if (open === 0) return;
+    // Held by another process: its word wakes each command (`onBus`); what has none by then is queued.
+    timer = setTimeout(() => {
+      for (const o of items) {
+        const wait = this.waiting.get(o.command.commandId);
+        if (!wait?.done) continue;
+        this.waiting.delete(o.command.commandId);
+        wait.done(null);
+      }
+    }, this.options.remoteWaitMs);
   }
 
   /** A device connected to this process: it gets every pending command, oldest first. */
@@ -286,6 +371,14 @@ export class CommandDelivery {
           for (const heard of this.elsewhere) heard(sessionId, commandId, expiresAt);
       return undefined;
     }
+    if (message.type === 'commands') {
+      const writing: Promise<void>[] = [];
+      for (const [sessionId, command] of message.commands) {
+        const line = this.lines.get(sessionId);
+        if (line) writing.push(this.enqueue(sessionId, line, message.origin, command));
+      }
+      return writing.length > 0 ? Promise.all(writing).then(() => undefined) : undefined;
+    }
     if (message.type === 'command') {
       const line = this.lines.get(message.sessionId);
       if (!line) return undefined;
@@ -297,9 +390,11 @@ export class CommandDelivery {
       const at = message.at ?? this.clock.now();
       for (const id of message.commandIds) {
         const wait = this.waiting.get(id);
-        if (wait) {
-          wait.at = at;
-          wait.wake?.();
+        if (!wait) continue;
+        wait.at = at;
+        if (wait.done) {
+          this.waiting.delete(id);
+          wait.done(at);
         }
       }
     }
@@ -335,13 +430,40 @@ export class CommandDelivery {
     // told at once, and this process shows the command delivered meanwhile (`writtenAt`).
     const at = this.clock.now();
     for (const id of written) this.unmarked.note(id, at);
-    const delivered: BusMessage = {
-      type: 'delivered',
-      sessionId,
-      origin: this.bus.nodeId,
-      commandIds: written,
-      at,
-    };
-    await (origin === null ? this.bus.publish(delivered) : this.bus.send(origin, delivered));
+    if (origin === null || origin === this.bus.nodeId) {
+      // A replay (whoever accepted them may be waiting, anywhere), or accepted here: told now.
+      const delivered: BusMessage = {
+        type: 'delivered',
+        sessionId,
+        origin: this.bus.nodeId,
+        commandIds: written,
+        at,
+      };
+      await (origin === null ? this.bus.publish(delivered) : this.bus.send(origin, delivered));
+      return;
+    }
+    // Another node accepted them: it hears of everything written for it this turn in one message.
+    const pending = this.written.get(origin);
+    if (pending?.[0] === at) {
+      pending[1].push(...written);
+      return;
+    }
+    if (pending) this.tell(origin, pending);
+    this.written.set(origin, [at, written]);
+    if (this.telling) return;
+    this.telling = true;
+    setImmediate(() => {
+      const all = this.written;
+      this.written = new Map();
+      this.telling = false;
+      for (const [to, word] of all) this.tell(to, word);
+    });
+  }
+
+  /** Sends `origin` word that these commands were written at that time. */
+  private tell(origin: string, [at, commandIds]: [number, string[]]) {
+    this.bus
+      .send(origin, { type: 'delivered', origin: this.bus.nodeId, commandIds, at })
+      .catch((err) => this.log.warn({ err }, 'delivery word not sent'));
   }
 }
