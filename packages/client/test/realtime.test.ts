@@ -99,10 +99,12 @@ describe('connecting', () => {
     await d.connect();
     await waitFor(() => fx.fake.connections[0].heartbeats.length >= 5);
     const beats = fx.fake.connections[0].heartbeats;
-    expect(beats[0] - welcomedAt).toBeGreaterThanOrEqual(40 - SLACK_MS);
-    for (let i = 1; i < beats.length; i++) {
-      expect(beats[i] - beats[i - 1]).toBeGreaterThanOrEqual(40 - SLACK_MS);
-      expect(beats[i] - beats[i - 1]).toBeLessThan(40 * 3);
+    // The n-th beat is due n intervals after the welcome and never comes earlier. The gap between two
+    // receipts may be shorter than an interval: a beat read late (the event loop busy) and the next
+    // one on time.
+    for (let i = 0; i < beats.length; i++) {
+      expect(beats[i] - welcomedAt).toBeGreaterThanOrEqual(40 * (i + 1) - SLACK_MS);
+      if (i > 0) expect(beats[i] - beats[i - 1]).toBeLessThan(40 * 3);
     }
     expect(fx.fake.connections[0].received.filter((m) => m.type === 'heartbeat')[0]).toEqual({
       type: 'heartbeat',

@@ -18,10 +18,10 @@ export interface WireCommand {
 /** Every message the bus carries, as a typed union (in the shape of socket.io-adapter's cluster messages). */
 export type BusMessage =
   /**
-   * Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`:
-   * with `direct`, sent to `origin` alone (`Bus.send`); without (nodes of before 2026-11-29), to all.
+   * Write this command to the session's socket, if this node holds it. `origin` awaits `delivered`,
+   * published to every node. The form nodes of before 2026-11-29 send and hear (`commands` since).
    */
-  | { type: 'command'; sessionId: string; origin: string; command: WireCommand; direct?: boolean }
+  | { type: 'command'; sessionId: string; origin: string; command: WireCommand }
   /**
    * Write these commands, each to its session's socket if this node holds it, in this order; `origin`
    * awaits `delivered`, sent to it alone. What one node sends another in one moment, in one message

@@ -661,6 +661,17 @@ if (redisAvailable && process.env.DATABASE_URL)
       await store?.destroy();
     });
 
+    /** A new session whose device never connects, and a way to send it a text through either process. */
+    async function offlineSession(opener: RunningServer, token: string) {
+      const created = await call(opener.url, 'POST', '/client/v1/sessions', { token, json: {} });
+      const sessionId = String(created.body.sessionId);
+      return (server: RunningServer, data: string) =>
+        call<Json>(server.url, 'POST', `/sessions/${sessionId}/realtime/commands?ttlSeconds=60`, {
+          token: tenant.token,
+          json: { name: 'text', data },
+        });
+    }
+
     it('a command cancelled through one process reaches the device on the other; the queue quota holds', async () => {
       const [a, b] = servers;
       const token = await deviceToken(a.url, tenant.token, `x-${randomUUID()}`);
@@ -698,14 +709,7 @@ if (redisAvailable && process.env.DATABASE_URL)
       await socket.close();
 
       // The quota of 3, with commands accepted through both processes one after another.
-      const offline = String(
-        (await call(a.url, 'POST', '/client/v1/sessions', { token, json: {} })).body.sessionId,
-      );
-      const through = (server: RunningServer, data: string) =>
-        call<Json>(server.url, 'POST', `/sessions/${offline}/realtime/commands?ttlSeconds=60`, {
-          token: tenant.token,
-          json: { name: 'text', data },
-        });
+      const through = await offlineSession(a, token);
       expect((await through(a, '1')).status).toBe(202);
       expect((await through(b, '2')).status).toBe(202);
       expect((await through(a, '3')).status).toBe(202);
@@ -717,14 +721,7 @@ if (redisAvailable && process.env.DATABASE_URL)
     it('counts the commands another process accepted, for a device connected nowhere (announced, not delivered)', async () => {
       const [a, b] = servers;
       const token = await deviceToken(a.url, tenant.token, `x-${randomUUID()}`);
-      const offline = String(
-        (await call(a.url, 'POST', '/client/v1/sessions', { token, json: {} })).body.sessionId,
-      );
-      const through = (server: RunningServer, data: string) =>
-        call<Json>(server.url, 'POST', `/sessions/${offline}/realtime/commands?ttlSeconds=60`, {
-          token: tenant.token,
-          json: { name: 'text', data },
-        });
+      const through = await offlineSession(a, token);
       // B reads the session's queue while it is empty and remembers one command of its own.
       expect((await through(b, '1')).status).toBe(202);
       // A fills it; no command travels to a device, so B hears of them only as A announces them.

@@ -382,7 +382,8 @@ export class CommandDelivery {
     if (message.type === 'command') {
       const line = this.lines.get(message.sessionId);
       if (!line) return undefined;
-      return this.enqueue(message.sessionId, line, message.direct ? message.origin : null, message.command);
+      // From or for a node of an earlier version: `delivered` is published to every node.
+      return this.enqueue(message.sessionId, line, null, message.command);
     }
     if (message.type === 'command.cancel') return this.onCancel(message.sessionId, message.commandId);
     if (message.type === 'delivered') {
