@@ -71,6 +71,7 @@ export interface Worker {
 export function jobsOf({
   config,
   sessions,
+  liveSessions,
   streams,
   commands,
   delivery,
@@ -95,6 +96,8 @@ export function jobsOf({
       everyMs: Math.min(30_000, Math.max(250, idleMs / 4)),
       run: () => sessions.sweepIdle(idleMs),
     },
+    // Live sessions that commands were sent to lately are read again together, off the command path.
+    { name: 'sessions.live-check', everyMs: liveSessions.checkEveryMs, run: () => liveSessions.check() },
     // Socket contact noted since the last run is written in a few statements.
     { name: 'sessions.contacts', everyMs: 1000, run: () => sessions.flushContacts() },
     // Streams whose device stayed away longer than the grace stop at the last contact.

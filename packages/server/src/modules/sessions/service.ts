@@ -207,6 +207,11 @@ export class SessionsService {
     return (await store.findSession(this.storage.db, tenantId, sessionId)) ?? null;
   }
 
+  /** Which of these sessions are still live (see `LiveSessions`). */
+  stillLive(sessionIds: readonly string[]) {
+    return store.stillLive(this.storage.db, sessionIds);
+  }
+
   /** A device sees only its own player's sessions. */
   async findForDevice(principal: DevicePrincipal, sessionId: string) {
     const row = await store.findSession(this.storage.db, principal.tenantId, sessionId);

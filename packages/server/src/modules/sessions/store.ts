@@ -226,6 +226,21 @@ export function liveInCohort(db: Kysely<Database>, tenantId: string, tenantCohor
     .execute();
 }
 
+/**
+ * Which of these sessions are still live (ended and deleted ones are not): the live-session
+ * cache's background check, one statement for up to a few hundred sessions.
+ */
+export async function stillLive(db: Kysely<Database>, sessionIds: readonly string[]): Promise<Set<string>> {
+  if (sessionIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('sessions')
+    .select('session_id')
+    .where('session_id', 'in', sessionIds)
+    .where('status', '=', 'live')
+    .execute();
+  return new Set(rows.map((r) => r.session_id));
+}
+
 /** Deletes a session's row; false when it was already gone. */
 export async function deleteSession(db: Kysely<Database>, sessionId: string): Promise<boolean> {
   const gone = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
