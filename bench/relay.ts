@@ -15,10 +15,19 @@
 // liveline is the cost of those. Store: RELAY_DATA_DIR (SQLite), or RELAY_DATABASE_URL with
 // RELAY_DATABASE_SCHEMA (PostgreSQL).
 //
+// A relay pair across processes (RELAY_REDIS_URL with RELAY_REDIS_CHANNEL; command-load.ts --cross): a
+// command for a device whose socket is not on this relay is published on the channel, and the relay
+// holding the socket writes it (the 202 is sent once it is published). The commands of one turn of the
+// event loop go in one message, as liveline's do. Durable, both relays share one store
+// (RELAY_DATABASE_SCHEMA), so the holder's device's acks settle what the other one logged. The floor of
+// a command path across processes: what is left between it and liveline is presence, delivery words,
+// and the rest of the single-process difference.
+//
 // Run by command-load.ts as a child process with an IPC channel (it sends {type:'ready', url});
 // run by hand (`node --import tsx bench/relay.ts`, PORT to choose the port) it prints {"url":…}.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { Batcher } from '../packages/server/src/batcher.ts';
 import { uuidv7 } from '../packages/server/src/ids.ts';
@@ -72,6 +81,47 @@ async function openLog(kind: string) {
 const durable = process.env.RELAY_DURABLE;
 const log = durable ? await openLog(durable) : null;
 
+/** The other relays of a pair, over Redis: frames for sockets held elsewhere, a turn's in one message. */
+function openPair(url: string, channel: string) {
+  const publisher = new Redis(url);
+  const subscriber = new Redis(url);
+  void subscriber.subscribe(channel);
+  subscriber.on('message', (_channel: string, text: string) => {
+    for (const [sessionId, frame] of JSON.parse(text) as [string, string][]) {
+      const ws = sockets.get(sessionId);
+      if (ws && ws.readyState === ws.OPEN) ws.send(frame, { binary: false });
+    }
+  });
+  let turn: { frames: [string, string][]; sent: Promise<unknown> } | null = null;
+  return {
+    /** Resolves once the frame is published, with the others of this turn. */
+    send(sessionId: string, frame: string): Promise<unknown> {
+      if (!turn) {
+        const frames: [string, string][] = [];
+        const sent = new Promise((resolve) => setImmediate(resolve)).then(() => {
+          turn = null;
+          return publisher.publish(channel, JSON.stringify(frames));
+        });
+        turn = { frames, sent };
+      }
+      turn.frames.push([sessionId, frame]);
+      return turn.sent;
+    },
+  };
+}
+
+const pair = process.env.RELAY_REDIS_URL
+  ? openPair(process.env.RELAY_REDIS_URL, process.env.RELAY_REDIS_CHANNEL ?? 'relay')
+  : null;
+
+/** A frame for a socket on the other relay of the pair: published, then the 202. */
+function sendAcross(sessionId: string, frame: string, res: http.ServerResponse) {
+  pair?.send(sessionId, frame).then(
+    () => res.writeHead(202, { 'content-type': 'application/json' }).end('{"status":"sent"}'),
+    () => res.writeHead(500).end(),
+  );
+}
+
 /** Durable: the command is in the log (committed) before its frame is written. */
 async function durableFrame(sessionId: string, body: Buffer): Promise<string> {
   const { name, data } = JSON.parse(body.toString()) as { name: string; data: unknown };
@@ -110,6 +160,10 @@ const server = http.createServer((req, res) => {
       return;
     }
     const ws = sockets.get(match[1]);
+    if (pair && !ws) {
+      sendAcross(match[1], Buffer.concat(chunks).toString(), res);
+      return;
+    }
     if (!ws || ws.readyState !== ws.OPEN) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_connected"}');
       return;
@@ -130,7 +184,7 @@ function durableAck(sessionId: string, text: string) {
 
 /** The durable relay's POST: the command committed to the log, then its frame written, then the 202. */
 async function durableSend(sessionId: string, body: Buffer, res: http.ServerResponse) {
-  if (!sockets.has(sessionId)) {
+  if (!sockets.has(sessionId) && !pair) {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_connected"}');
     return;
   }
@@ -142,6 +196,10 @@ async function durableSend(sessionId: string, body: Buffer, res: http.ServerResp
     return;
   }
   const ws = sockets.get(sessionId);
+  if (pair && !ws) {
+    sendAcross(sessionId, frame, res);
+    return;
+  }
   if (!ws || ws.readyState !== ws.OPEN) {
     res.writeHead(202, { 'content-type': 'application/json' }).end('{"status":"queued"}');
     return;

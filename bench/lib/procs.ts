@@ -275,28 +275,33 @@ export { dropSchema };
 
 /**
  * Starts the bare relay (bench/relay.ts) in a child process; with `durable`, the durable relay on a
- * fresh store of that kind (a temp dir, or a new PostgreSQL schema; removed on stop).
+ * fresh store of that kind (a temp dir, or a new PostgreSQL schema; removed on stop), or on
+ * `sharedSchema` (PostgreSQL; the caller removes it). `env` adds settings (a pair's Redis channel).
  */
-export function startRelay(options: { durable?: Backend } = {}): Promise<ChildServer> {
+export function startRelay(
+  options: { durable?: Backend; sharedSchema?: string; env?: Record<string, string>; label?: string } = {},
+): Promise<ChildServer> {
   // BENCH_RELAY_NODE_ARGS: as BENCH_SERVER_NODE_ARGS, for the relays (a profile of the floor).
   const args = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const file = path.join(ROOT, 'bench/relay.ts');
-  if (!options.durable) return startChild('relay', args, file, {}, () => {});
+  const extra = options.env ?? {};
+  if (!options.durable) return startChild(options.label ?? 'relay', args, file, extra, () => {});
   const postgres = options.durable === 'postgres';
   if (postgres && !process.env.DATABASE_URL)
     throw new Error('a durable relay on postgres needs DATABASE_URL');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'liveline-bench-relay-'));
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const schema = options.sharedSchema ?? `bench_${randomBytes(5).toString('hex')}`;
   const env: Record<string, string> = {
     RELAY_DURABLE: options.durable,
     RELAY_DATA_DIR: dataDir,
     ...(postgres
       ? { RELAY_DATABASE_URL: process.env.DATABASE_URL ?? '', RELAY_DATABASE_SCHEMA: schema }
       : {}),
+    ...extra,
   };
-  return startChild('durable relay', args, file, env, async () => {
+  return startChild(options.label ?? 'durable relay', args, file, env, async () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
-    if (postgres) await dropSchema(schema);
+    if (postgres && !options.sharedSchema) await dropSchema(schema);
   });
 }
 
