@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LiveSessions } from './live-sessions.ts';
+import { LiveSessions, type LiveSessionsOptions } from './live-sessions.ts';
 import type { SessionRow } from './store.ts';
 
 const row = (sessionId: string, status = 'live', tenantId = 't1'): SessionRow => ({
@@ -52,15 +52,18 @@ function source(rows: SessionRow[]) {
   };
 }
 
+/** A cache over `store` (trusting rows 10 s, 100 of them, checked 500 at a time unless told). */
+const cache = (
+  store: ReturnType<typeof source>,
+  now: () => number,
+  options: Partial<LiveSessionsOptions> = {},
+) => new LiveSessions(store, { now }, { maxAgeMs: 10_000, maxEntries: 100, checkChunk: 500, ...options });
+
 describe('LiveSessions', () => {
   it('reads a live session once, then answers from memory until it is forgotten or too old', async () => {
     const store = source([row('a')]);
     let now = 1_000;
-    const live = new LiveSessions(
-      store,
-      { now: () => now },
-      { maxAgeMs: 5_000, maxEntries: 10, checkChunk: 500 },
-    );
+    const live = cache(store, () => now, { maxAgeMs: 5_000, maxEntries: 10 });
     expect(await live.findForTenant('t1', 'a')).toMatchObject({ session_id: 'a' });
     expect(await live.findForTenant('t1', 'a')).toMatchObject({ session_id: 'a' });
     expect(store.reads).toEqual(['a']);
@@ -83,11 +86,7 @@ describe('LiveSessions', () => {
 
   it('unknown sessions are not remembered; clear() forgets everything; the oldest goes when full', async () => {
     const store = source([row('a'), row('b'), row('c')]);
-    const live = new LiveSessions(
-      store,
-      { now: () => 0 },
-      { maxAgeMs: 60_000, maxEntries: 2, checkChunk: 500 },
-    );
+    const live = cache(store, () => 0, { maxAgeMs: 60_000, maxEntries: 2 });
     expect(await live.findForTenant('t1', 'x')).toBeNull();
     expect(await live.findForTenant('t1', 'x')).toBeNull();
     expect(store.reads).toEqual(['x', 'x']);
@@ -107,11 +106,7 @@ describe('LiveSessions', () => {
     const ids = Array.from({ length: 7 }, (_, i) => `s${i}`);
     const store = source(ids.map((id) => row(id)));
     let now = 0;
-    const live = new LiveSessions(
-      store,
-      { now: () => now },
-      { maxAgeMs: 10_000, maxEntries: 100, checkChunk: 3 },
-    );
+    const live = cache(store, () => now, { checkChunk: 3 });
     for (const id of ids) await live.findForTenant('t1', id);
     expect(live.checkEveryMs).toBe(2_500);
     // Too young: nothing is read.
@@ -144,11 +139,7 @@ describe('LiveSessions', () => {
   it('a row in use and never checked is read again on use after maxAgeMs (the safety net)', async () => {
     const store = source([row('a')]);
     let now = 0;
-    const live = new LiveSessions(
-      store,
-      { now: () => now },
-      { maxAgeMs: 10_000, maxEntries: 100, checkChunk: 500 },
-    );
+    const live = cache(store, () => now);
     await live.findForTenant('t1', 'a');
     now = 9_999;
     await live.findForTenant('t1', 'a');
@@ -161,11 +152,7 @@ describe('LiveSessions', () => {
   it('a row read while a session was forgotten is not remembered, nor kept by a check under way', async () => {
     const store = source([row('a'), row('b')]);
     let now = 0;
-    const live = new LiveSessions(
-      store,
-      { now: () => now },
-      { maxAgeMs: 10_000, maxEntries: 100, checkChunk: 500 },
-    );
+    const live = cache(store, () => now);
     // A read that began before the session ended and was forgotten: its (live) row is not kept.
     const gate = store.hold();
     const reading = live.findForTenant('t1', 'a');
